@@ -108,7 +108,7 @@ def check(
         if isinstance(node, ast.Expression):
             visit(node.body)
         elif isinstance(node, ast.Constant):
-            if not isinstance(node.value, (int, float)):  # bool is an int
+            if not isinstance(node.value, (int, float, str)):  # bool is an int; str for categorical levels
                 raise ExpressionError(f"{what} {text!r}: {_token(node)} is not allowed")
         elif isinstance(node, ast.Name):
             if node.id in ("True", "False"):

@@ -1,0 +1,5 @@
+"""Persistence for Tunelab: the only package that talks to DuckDB."""
+
+from storage.store import STATUSES, Store, StoredStudy, StoreError, StoreLockedError, StudyNotFound
+
+__all__ = ["STATUSES", "Store", "StoredStudy", "StoreError", "StoreLockedError", "StudyNotFound"]

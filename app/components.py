@@ -1,0 +1,47 @@
+"""Shared widgets: error guard, study picker, one-shot flash messages."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import streamlit as st
+
+from engine.errors import UserError
+from storage import Store, StoredStudy
+
+STUDY_KEY = "study"
+
+
+@contextmanager
+def guard():
+    """Show bad input as one ``st.error`` line instead of a traceback."""
+    try:
+        yield
+    except UserError as exc:
+        st.error(str(exc))
+    except (ValueError, OSError) as exc:
+        st.error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+
+
+def flash(message: str) -> None:
+    """Show ``message`` once after the next rerun (survives ``st.rerun``)."""
+    st.session_state["_flash"] = message
+
+
+def show_flash() -> None:
+    message = st.session_state.pop("_flash", None)
+    if message:
+        st.success(message)
+
+
+def study_picker(store: Store, label: str = "Study", key: str = STUDY_KEY) -> StoredStudy | None:
+    """Choose a study; the choice is shared by every page of the session."""
+    names = store.study_names()
+    if not names:
+        st.info("No studies yet. Create or import one on the **Studies** page.")
+        return None
+    current = st.session_state.get(STUDY_KEY)
+    index = names.index(current) if current in names else 0
+    name = st.selectbox(label, names, index=index, key=f"_picker_{key}")
+    st.session_state[STUDY_KEY] = name
+    return store.get_study(name)

@@ -1,0 +1,26 @@
+"""The dashboard's pages, in the order of the method: space → design → run → analyse → compare → export.
+
+Adding a page is one line here plus a thin script in ``pages/``.
+"""
+
+from pathlib import Path
+
+import streamlit as st
+
+PAGES_DIR = Path(__file__).resolve().parent.parent / "pages"
+
+#: (section, file in pages/, title, icon, url path)
+PAGE_TABLE: list[tuple[str, str, str, str, str]] = [
+    ("Set up", "studies.py", "Studies", ":material/folder_open:", "studies"),
+    ("Set up", "space.py", "Space", ":material/grid_on:", "space"),
+]
+
+
+def pages() -> dict[str, list]:
+    sections: dict[str, list] = {}
+    for i, (section, file, title, icon, slug) in enumerate(PAGE_TABLE):
+        if (PAGES_DIR / file).is_file():
+            sections.setdefault(section, []).append(
+                st.Page(PAGES_DIR / file, title=title, icon=icon, url_path=slug, default=(i == 0))
+            )
+    return sections

@@ -1,0 +1,88 @@
+"""Spaces as people type them: a factor table with level lists as text, constraints one per line.
+
+Level text is a comma-separated list (``1, 2, 4, 8``), an integer range (``1..30`` or
+``0..100 step 10``) or powers of two (``2^0..2^10``). Nothing typed here is evaluated as code.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from engine.errors import UserError
+from engine.space import KINDS, Factor, Space
+
+_RANGE = re.compile(r"^\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*(?:step\s+(\d+))?\s*$")
+_POW2 = re.compile(r"^\s*2\s*(?:\^|\*\*)\s*(\d+)\s*\.\.\s*2\s*(?:\^|\*\*)\s*(\d+)\s*$")
+
+
+def parse_levels(text: str, kind: str, name: str) -> tuple:
+    """Levels from their text form (see the module docstring)."""
+    text = "" if text is None else str(text).strip()
+    if kind == "boolean" and not text:
+        return (False, True)
+    if not text:
+        raise UserError(f"factor '{name}': empty level list")
+    if match := _POW2.match(text):
+        low, high = int(match.group(1)), int(match.group(2))
+        if high < low or high > 62:
+            raise UserError(f"factor '{name}': bad power-of-two range {text!r}")
+        return tuple(2**e for e in range(low, high + 1))
+    if match := _RANGE.match(text):
+        low, high, step = int(match.group(1)), int(match.group(2)), int(match.group(3) or 1)
+        if high < low or step <= 0:
+            raise UserError(f"factor '{name}': empty range {text!r}")
+        if (high - low) // step > 100_000:
+            raise UserError(f"factor '{name}': range {text!r} has more than 100,000 levels")
+        return tuple(range(low, high + 1, step))
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def format_levels(levels: Iterable) -> str:
+    levels = list(levels)
+    if len(levels) > 3 and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in levels):
+        if all(b - a == 1 for a, b in zip(levels, levels[1:])):
+            return f"{levels[0]}..{levels[-1]}"
+        if levels[0] > 0 and all(b == 2 * a for a, b in zip(levels, levels[1:])) and levels[0] & (levels[0] - 1) == 0:
+            return f"2^{levels[0].bit_length() - 1}..2^{levels[-1].bit_length() - 1}"
+    return ", ".join(str(v).lower() if isinstance(v, bool) else str(v) for v in levels)
+
+
+def factor_table(space: Space) -> pd.DataFrame:
+    """The editable table view of a space's factors."""
+    return pd.DataFrame(
+        [{"name": f.name, "kind": f.kind, "levels": format_levels(f.levels)} for f in space.factors],
+        columns=["name", "kind", "levels"],
+    )
+
+
+def space_from_table(rows: Iterable[Mapping], constraints: str | Iterable[str] = ()) -> Space:
+    """Build a space from edited rows (name, kind, levels text) and constraints (text, one per line)."""
+    factors = []
+    for i, row in enumerate(rows, start=1):
+        name = str(row.get("name") or "").strip()
+        if not name:
+            if not str(row.get("levels") or "").strip():
+                continue  # an empty row left by the editor
+            raise UserError(f"factor #{i}: missing name")
+        kind = str(row.get("kind") or "").strip()
+        if kind not in KINDS:
+            raise UserError(f"factor '{name}': kind {kind!r} is not one of {', '.join(KINDS)}")
+        factors.append(Factor(name, kind, parse_levels(row.get("levels"), kind, name)))
+    if isinstance(constraints, str):
+        constraints = constraints.splitlines()
+    return Space(factors, [c for c in constraints if c.strip() and not c.strip().startswith("#")])
+
+
+def valid_count(space: Space, sample: int = 20_000, seed: int = 0) -> tuple[int, bool]:
+    """(number of valid configurations, exact?) — exact when enumerable, else estimated by sampling."""
+    if space.enumerable:
+        return space.count_valid(), True
+    rng = np.random.default_rng(seed)
+    counts = np.array([f.n_levels for f in space.factors])
+    frame = space.from_level_index(rng.integers(0, counts, size=(sample, len(counts))))
+    fraction = float(space.valid_mask(frame).mean())
+    return int(round(fraction * space.size)), False

@@ -1,0 +1,83 @@
+"""What a study is: a named search space, an objective with a direction, and how to measure it.
+
+The runner is a small plain mapping (``{"kind": "table"}``, ``{"kind": "synthetic", "name": "toy"}``,
+``{"kind": "command", ...}``) so a study spec stays a data file a person can read and edit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.errors import UserError
+from engine.space import Space
+
+DIRECTIONS = ("minimize", "maximize")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.\-]{0,99}$")
+
+
+def check_study_name(name: Any) -> str:
+    """Study names appear in file names and URLs: letters, digits, space, ``_ . -``, ≤ 100 chars."""
+    if not isinstance(name, str) or not _NAME.match(name.strip()):
+        raise UserError(f"study name {name!r}: use 1-100 letters, digits, spaces, '_', '.' or '-'")
+    return name.strip()
+
+
+@dataclass(frozen=True)
+class StudySpec:
+    """Everything needed to (re)create a study, independent of any stored measurement."""
+
+    name: str
+    space: Space
+    objective: str = "time"
+    direction: str = "minimize"
+    runner: Mapping[str, Any] = field(default_factory=lambda: {"kind": "table"})
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", check_study_name(self.name))
+        if not isinstance(self.objective, str) or not self.objective.isidentifier():
+            raise UserError(f"objective {self.objective!r} must be an identifier")
+        if self.objective in self.space.names:
+            raise UserError(f"objective '{self.objective}' is also a factor name")
+        if self.direction not in DIRECTIONS:
+            raise UserError(f"direction {self.direction!r} must be 'minimize' or 'maximize'")
+        if not isinstance(self.runner, Mapping) or "kind" not in self.runner:
+            raise UserError(f"runner {self.runner!r} must be a mapping with a 'kind'")
+
+    @property
+    def sign(self) -> float:
+        """+1 when smaller is better, -1 otherwise: ``sign * value`` is always minimised."""
+        return 1.0 if self.direction == "minimize" else -1.0
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "objective": self.objective,
+            "direction": self.direction,
+            "runner": dict(self.runner),
+            **self.space.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "StudySpec":
+        if not isinstance(data, Mapping):
+            raise UserError("study spec: expected a mapping at the top level")
+        if "name" not in data:
+            raise UserError("study spec: missing 'name'")
+        objective = data.get("objective", "time")
+        direction = data.get("direction", "minimize")
+        if isinstance(objective, Mapping):
+            direction = objective.get("direction", direction)
+            objective = objective.get("name", "time")
+        return cls(
+            name=data["name"],
+            space=Space.from_dict(data),
+            objective=objective,
+            direction=direction,
+            runner=dict(data.get("runner") or {"kind": "table"}),
+            description=str(data.get("description") or ""),
+        )

@@ -1,0 +1,62 @@
+"""Space: edit a study's factors and constraints, with live validation and the valid-space size."""
+
+from dataclasses import replace
+
+import streamlit as st
+
+from app.components import flash, guard, show_flash, study_picker
+from app.state import get_store
+from engine.space import KINDS
+from engine.space_text import factor_table, space_from_table, valid_count
+
+store = get_store()
+st.title("Space")
+st.caption("Factors are the knobs; constraints (one per line, e.g. `lws_y <= threads_number`) say which "
+           "combinations are valid. Levels: `1, 2, 4`, a range `1..30`, `0..100 step 10`, or `2^0..2^10`.")
+show_flash()
+study = study_picker(store)
+if study is None:
+    st.stop()
+
+space = study.spec.space
+edited = st.data_editor(
+    factor_table(space),
+    num_rows="dynamic",
+    hide_index=True,
+    use_container_width=True,
+    key=f"factors_{study.id}",
+    column_config={
+        "name": st.column_config.TextColumn("name", required=True),
+        "kind": st.column_config.SelectboxColumn("kind", options=list(KINDS), required=True),
+        "levels": st.column_config.TextColumn("levels", width="large"),
+    },
+)
+constraints = st.text_area("Constraints", "\n".join(space.constraints), height=120, key=f"constraints_{study.id}")
+
+draft = None
+with guard():
+    draft = space_from_table(edited.to_dict(orient="records"), constraints)
+    count, exact = valid_count(draft)
+    if count == 0 and exact:
+        draft.enumerate()  # raises with the constraint that empties the space
+    cols = st.columns(3)
+    cols[0].metric("Factors", len(draft.factors))
+    cols[1].metric("Configurations (factorial)", f"{draft.size:,}")
+    cols[2].metric("Valid" if exact else "Valid (estimated)", f"{count:,}")
+    if study.spec.runner.get("kind") == "table":
+        st.caption("For a table study, validity also means being a row of the imported table.")
+
+if draft is not None and draft != space:
+    left, right = st.columns(2)
+    if left.button("Save changes", type="primary", key="save_space"):
+        with guard():
+            store.update_study_spec(study.name, replace(study.spec, space=draft))
+            flash("Saved the space.")
+            st.rerun()
+    new_name = right.text_input("…or save as a new study named", key="space_new_name")
+    if right.button("Save as new study", key="save_space_as", disabled=not new_name.strip()):
+        with guard():
+            store.create_study(replace(study.spec, name=new_name.strip(), space=draft))
+            st.session_state["study"] = new_name.strip()
+            flash(f"Created study '{new_name.strip()}'.")
+            st.rerun()

@@ -1,0 +1,118 @@
+"""Studies: list, create from a template or spec file, import measured tables, delete."""
+
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from app.components import flash, guard, show_flash
+from app.state import get_store
+from engine.io.ktcache import import_kt_cache
+from engine.io.spec import TEMPLATES, parse_spec
+from engine.io.table import import_table
+
+store = get_store()
+st.title("Studies")
+st.caption("A study is a search space, an objective to minimise or maximise, and a way to measure it.")
+show_flash()
+
+
+def _upload_to_file(upload) -> Path:
+    """Uploaded bytes in a private temporary file that keeps the original suffix (.csv.gz, .json.gz…)."""
+    folder = Path(tempfile.mkdtemp(prefix="tunelab-upload-"))
+    path = folder / Path(upload.name).name
+    path.write_bytes(upload.getvalue())
+    return path
+
+
+def _report_line(report: dict) -> str:
+    return (f"{report['rows']:,} rows, {report['valid_rows']:,} valid, {report['invalid_rows']:,} invalid; "
+            f"optimum {report['optimum']:.7g}")
+
+
+studies = store.list_studies()
+if studies.empty:
+    st.info("No studies yet: start from a template below, upload a spec, or import a measured table.")
+else:
+    shown = studies[["name", "objective", "direction", "runner", "factors", "size", "table_valid", "measured",
+                     "measurements", "created_at"]].rename(columns={
+        "size": "configurations", "table_valid": "valid (table)", "measured": "measured configs"})
+    st.dataframe(shown, hide_index=True, use_container_width=True, key="study_list")
+
+new_tab, table_tab, kt_tab, delete_tab = st.tabs(
+    ["New study", "Import a table (CSV)", "Import a Kernel Tuner cache", "Delete"]
+)
+
+with new_tab:
+    source = st.radio("Start from", ["A template", "A spec file (YAML or TOML)"], horizontal=True, key="new_source")
+    if source == "A template":
+        template = st.selectbox("Template", list(TEMPLATES), key="template")
+        text = st.text_area("Spec (YAML)", TEMPLATES[template], height=320, key=f"spec_text_{template}")
+        name = st.text_input("Study name", value="", placeholder="leave empty to keep the spec's name", key="new_name")
+        if st.button("Create study", type="primary", key="create_from_template"):
+            with guard():
+                spec = parse_spec(text, "yaml")
+                if name.strip():
+                    spec = replace(spec, name=name.strip())
+                store.create_study(spec)
+                st.session_state["study"] = spec.name
+                flash(f"Created study '{spec.name}' ({spec.space.size:,} configurations before constraints).")
+                st.rerun()
+    else:
+        upload = st.file_uploader("Spec file", type=["yaml", "yml", "toml"], key="spec_upload")
+        if upload is not None and st.button("Create study from file", type="primary", key="create_from_file"):
+            with guard():
+                fmt = "toml" if upload.name.lower().endswith(".toml") else "yaml"
+                spec = parse_spec(upload.getvalue().decode("utf-8", errors="replace"), fmt)
+                store.create_study(spec)
+                st.session_state["study"] = spec.name
+                flash(f"Created study '{spec.name}' from {upload.name}.")
+                st.rerun()
+
+with table_tab:
+    st.markdown("Every row is one measured configuration; the objective column holds its measurement. "
+                "Columns that never change are dropped; the others become factors.")
+    upload = st.file_uploader("CSV file (.csv or .csv.gz)", type=["csv", "gz"], key="table_upload")
+    if upload is not None:
+        with guard():
+            path = _upload_to_file(upload)
+            columns = list(pd.read_csv(path, nrows=0).columns)
+            objective = st.selectbox("Objective column", columns, index=len(columns) - 1, key="table_objective")
+            direction = st.radio("Better is", ["minimize", "maximize"], horizontal=True, key="table_direction")
+            name = st.text_input("Study name", value=Path(upload.name).name.split(".")[0], key="table_name")
+            if st.button("Import table", type="primary", key="import_table"):
+                imported = import_table(path, objective=objective, direction=direction, name=name)
+                store.create_study(imported.spec, imported.table)
+                st.session_state["study"] = imported.spec.name
+                flash(f"Imported '{imported.spec.name}': {_report_line(imported.report)}.")
+                st.rerun()
+
+with kt_tab:
+    st.markdown("A Kernel Tuner cache file (`.json` or `.json.gz`). Failed configurations are kept as invalid rows.")
+    upload = st.file_uploader("Cache file", type=["json", "gz"], key="kt_upload")
+    if upload is not None:
+        name = st.text_input("Study name", value=Path(upload.name).name.split(".")[0], key="kt_name")
+        if st.button("Import cache", type="primary", key="import_kt"):
+            with guard():
+                imported = import_kt_cache(_upload_to_file(upload), name=name)
+                store.create_study(imported.spec, imported.table)
+                st.session_state["study"] = imported.spec.name
+                flash(f"Imported '{imported.spec.name}': {_report_line(imported.report)}.")
+                st.rerun()
+
+with delete_tab:
+    if studies.empty:
+        st.write("Nothing to delete.")
+    else:
+        target = st.selectbox("Study to delete", studies["name"].tolist(), key="delete_target")
+        row = studies.set_index("name").loc[target]
+        confirm = st.checkbox(
+            f"Yes, delete '{target}' with its {int(row['measurements']):,} measurements and "
+            f"{int(row['table_rows']):,} table rows", key="delete_confirm")
+        if st.button("Delete study", disabled=not confirm, key="delete_study"):
+            with guard():
+                store.delete_study(target)
+                flash(f"Deleted study '{target}'.")
+                st.rerun()

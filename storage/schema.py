@@ -1,0 +1,108 @@
+"""The DuckDB schema as an ordered list of migrations; a file records which ones it has applied.
+
+Append a migration to change the schema; never edit one that has shipped. JSON documents are kept
+as VARCHAR so no DuckDB extension has to be downloaded (there may be no network).
+"""
+
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (
+        1,
+        "studies, configurations, measurements, designs, models, decisions, exports",
+        """
+        CREATE SEQUENCE study_id_seq START 1;
+        CREATE TABLE studies (
+            id          INTEGER PRIMARY KEY DEFAULT nextval('study_id_seq'),
+            name        VARCHAR NOT NULL UNIQUE,
+            description VARCHAR NOT NULL DEFAULT '',
+            objective   VARCHAR NOT NULL,
+            direction   VARCHAR NOT NULL CHECK (direction IN ('minimize', 'maximize')),
+            runner      VARCHAR NOT NULL,
+            spec        VARCHAR NOT NULL,
+            created_at  TIMESTAMP NOT NULL DEFAULT current_timestamp
+        );
+        -- The exhaustive table behind a table study (what a TableRunner looks up).
+        CREATE TABLE table_rows (
+            study_id   INTEGER NOT NULL,
+            config_key VARCHAR NOT NULL,
+            value      DOUBLE,
+            status     VARCHAR NOT NULL,
+            error      VARCHAR,
+            PRIMARY KEY (study_id, config_key)
+        );
+        CREATE SEQUENCE measurement_id_seq START 1;
+        CREATE TABLE measurements (
+            id          BIGINT PRIMARY KEY DEFAULT nextval('measurement_id_seq'),
+            study_id    INTEGER NOT NULL,
+            config_key  VARCHAR NOT NULL,
+            repeat      INTEGER NOT NULL,
+            value       DOUBLE,
+            status      VARCHAR NOT NULL CHECK (status IN ('ok', 'failed', 'timeout', 'invalid')),
+            error       VARCHAR,
+            host        VARCHAR,
+            started_at  TIMESTAMP,
+            finished_at TIMESTAMP,
+            strategy    VARCHAR,
+            step        INTEGER,
+            design_id   INTEGER,
+            metadata    VARCHAR,
+            recorded_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
+            UNIQUE (study_id, config_key, repeat)
+        );
+        CREATE SEQUENCE design_id_seq START 1;
+        CREATE TABLE designs (
+            id         INTEGER PRIMARY KEY DEFAULT nextval('design_id_seq'),
+            study_id   INTEGER NOT NULL,
+            name       VARCHAR NOT NULL,
+            kind       VARCHAR NOT NULL,
+            formula    VARCHAR,
+            params     VARCHAR NOT NULL DEFAULT '{}',
+            criteria   VARCHAR NOT NULL DEFAULT '{}',
+            step       INTEGER,
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+        );
+        CREATE TABLE design_rows (
+            design_id  INTEGER NOT NULL,
+            position   INTEGER NOT NULL,
+            config_key VARCHAR NOT NULL,
+            forced     BOOLEAN NOT NULL DEFAULT false,
+            PRIMARY KEY (design_id, position)
+        );
+        CREATE SEQUENCE model_id_seq START 1;
+        CREATE TABLE models (
+            id           INTEGER PRIMARY KEY DEFAULT nextval('model_id_seq'),
+            study_id     INTEGER NOT NULL,
+            step         INTEGER,
+            formula      VARCHAR NOT NULL,
+            transform    VARCHAR NOT NULL DEFAULT 'none',
+            box_cox_lambda DOUBLE,
+            coefficients VARCHAR NOT NULL,
+            anova        VARCHAR NOT NULL,
+            summary      VARCHAR NOT NULL DEFAULT '{}',
+            created_at   TIMESTAMP NOT NULL DEFAULT current_timestamp
+        );
+        CREATE SEQUENCE decision_id_seq START 1;
+        CREATE TABLE decisions (
+            id          INTEGER PRIMARY KEY DEFAULT nextval('decision_id_seq'),
+            study_id    INTEGER NOT NULL,
+            step        INTEGER,
+            kind        VARCHAR NOT NULL,
+            proposed    VARCHAR NOT NULL,
+            chosen      VARCHAR,
+            outcome     VARCHAR NOT NULL CHECK (outcome IN ('proposed', 'accepted', 'edited', 'rejected', 'auto')),
+            actor       VARCHAR NOT NULL,
+            explanation VARCHAR NOT NULL DEFAULT '',
+            evidence    VARCHAR NOT NULL DEFAULT '{}',
+            created_at  TIMESTAMP NOT NULL DEFAULT current_timestamp
+        );
+        CREATE SEQUENCE export_id_seq START 1;
+        CREATE TABLE exports (
+            id         INTEGER PRIMARY KEY DEFAULT nextval('export_id_seq'),
+            study_id   INTEGER NOT NULL,
+            format     VARCHAR NOT NULL,
+            path       VARCHAR,
+            bytes      BIGINT,
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+        );
+        """,
+    ),
+]

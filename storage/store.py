@@ -1,0 +1,450 @@
+"""The DuckDB store: the only code that talks to DuckDB.
+
+One process owns a database file (DuckDB's own rule); every write is its own transaction, so a
+measurement is durable the moment :meth:`Store.record_measurement` returns and killing the process
+mid-campaign loses nothing already stored. Measurements are unique per (study, configuration,
+repeat), so replaying a campaign after a crash cannot duplicate one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import socket
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from engine.configs import config_keys, frame_from_keys
+from engine.errors import UserError
+from engine.study import StudySpec
+from storage.schema import MIGRATIONS
+
+STATUSES = ("ok", "failed", "timeout", "invalid")
+
+
+class StoreError(UserError):
+    """A storage problem a person can act on; the message is one sentence."""
+
+
+class StoreLockedError(StoreError):
+    """Another process holds the database file."""
+
+
+class StudyNotFound(StoreError):
+    pass
+
+
+def _json(value: Any) -> str:
+    def default(obj):
+        if isinstance(obj, np.generic):
+            return obj.item()
+        if isinstance(obj, (np.ndarray, pd.Series)):
+            return obj.tolist()
+        if isinstance(obj, pd.DataFrame):
+            return obj.to_dict(orient="records")
+        if isinstance(obj, (datetime, pd.Timestamp)):
+            return obj.isoformat()
+        raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+    def clean(obj):
+        if isinstance(obj, float) and not math.isfinite(obj):
+            return None
+        if isinstance(obj, dict):
+            return {str(k): clean(v) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            return [clean(v) for v in obj]
+        return obj
+
+    return json.dumps(clean(json.loads(json.dumps(value, default=default))), separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class StoredStudy:
+    id: int
+    spec: StudySpec
+    created_at: datetime
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+def _open_connection(path: str) -> duckdb.DuckDBPyConnection:
+    if path != ":memory:":
+        parent = Path(path).expanduser().resolve().parent
+        if not parent.is_dir():
+            raise StoreError(f"database {path}: folder {parent} does not exist")
+    try:
+        return duckdb.connect(path)
+    except duckdb.IOException as exc:
+        text = str(exc)
+        if "lock" in text.lower():
+            pid = re.search(r"PID (\d+)", text)
+            who = f" (PID {pid.group(1)})" if pid else ""
+            raise StoreLockedError(
+                f"database {path} is in use by another process{who}; stop it or choose another file with --db"
+            ) from None
+        reason = "permission denied" if "ermission" in text else text.splitlines()[0]
+        raise StoreError(f"database {path}: cannot open ({reason})") from None
+    except duckdb.Error as exc:
+        raise StoreError(f"database {path}: cannot open ({str(exc).splitlines()[0]})") from None
+
+
+class Store:
+    """Studies, measurements, designs, models, decisions and exports in one DuckDB file."""
+
+    def __init__(self, path: str | Path = "tunelab.duckdb") -> None:
+        self.path = str(path)
+        self._con = _open_connection(self.path)
+        self._lock = threading.RLock()
+        self._specs: dict[int, StudySpec] = {}
+        self._migrate()
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            self._con.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _sql(self, query: str, params: Iterable | None = None) -> duckdb.DuckDBPyConnection:
+        with self._lock:
+            try:
+                return self._con.execute(query, list(params) if params is not None else None)
+            except duckdb.IOException as exc:
+                raise StoreError(f"database {self.path}: write failed ({str(exc).splitlines()[0]})") from None
+
+    def _df(self, query: str, params: Iterable | None = None) -> pd.DataFrame:
+        with self._lock:
+            return self._sql(query, params).df()
+
+    def _migrate(self) -> None:
+        with self._lock:
+            self._con.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, description VARCHAR,"
+                " applied_at TIMESTAMP DEFAULT current_timestamp)"
+            )
+            done = {r[0] for r in self._con.execute("SELECT version FROM schema_version").fetchall()}
+            for version, description, sql in MIGRATIONS:
+                if version in done:
+                    continue
+                self._con.execute("BEGIN TRANSACTION")
+                try:
+                    self._con.execute(sql)
+                    self._con.execute("INSERT INTO schema_version (version, description) VALUES (?, ?)", [version, description])
+                    self._con.execute("COMMIT")
+                except Exception:
+                    self._con.execute("ROLLBACK")
+                    raise
+
+    @property
+    def schema_version(self) -> int:
+        return int(self._sql("SELECT max(version) FROM schema_version").fetchone()[0])
+
+    # -- studies -------------------------------------------------------------------------------------
+    def create_study(self, spec: StudySpec, table: pd.DataFrame | None = None) -> StoredStudy:
+        """Store a new study; ``table`` (factor columns + value/status/error) makes it a table study."""
+        with self._lock:
+            if self._sql("SELECT 1 FROM studies WHERE name = ?", [spec.name]).fetchone():
+                raise StoreError(f"study '{spec.name}' already exists; pick another name or delete it first")
+            self._con.execute("BEGIN TRANSACTION")
+            try:
+                study_id = self._con.execute(
+                    "INSERT INTO studies (name, description, objective, direction, runner, spec)"
+                    " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                    [spec.name, spec.description, spec.objective, spec.direction, _json(dict(spec.runner)),
+                     _json(spec.to_dict())],
+                ).fetchone()[0]
+                if table is not None:
+                    self._insert_table(study_id, spec, table)
+                self._con.execute("COMMIT")
+            except Exception:
+                self._con.execute("ROLLBACK")
+                raise
+        return self.get_study(spec.name)
+
+    def _insert_table(self, study_id: int, spec: StudySpec, table: pd.DataFrame) -> None:
+        rows = pd.DataFrame(
+            {
+                "study_id": study_id,
+                "config_key": config_keys(spec.space, table),
+                "value": pd.to_numeric(table["value"], errors="coerce").astype(float),
+                "status": table["status"].astype(str) if "status" in table else "ok",
+                "error": table["error"].astype(object).where(table["error"].notna(), None) if "error" in table else None,
+            }
+        ).drop_duplicates("config_key", keep="first")
+        self._con.register("_incoming_table", rows)
+        try:
+            self._con.execute(
+                "INSERT INTO table_rows SELECT study_id, config_key, value, status, error FROM _incoming_table"
+            )
+        finally:
+            self._con.unregister("_incoming_table")
+
+    def get_study(self, name: str) -> StoredStudy:
+        row = self._sql("SELECT id, spec, created_at FROM studies WHERE name = ?", [name]).fetchone()
+        if row is None:
+            known = [r[0] for r in self._sql("SELECT name FROM studies ORDER BY name").fetchall()]
+            hint = f"; known studies: {', '.join(known[:8])}" if known else "; there are no studies yet"
+            raise StudyNotFound(f"study '{name}' not found{hint}")
+        study_id, spec_text, created = row
+        if study_id not in self._specs:
+            self._specs[study_id] = StudySpec.from_dict(json.loads(spec_text))
+        return StoredStudy(study_id, self._specs[study_id], created)
+
+    def study_names(self) -> list[str]:
+        return [r[0] for r in self._sql("SELECT name FROM studies ORDER BY created_at, id").fetchall()]
+
+    def list_studies(self) -> pd.DataFrame:
+        """One row per study with its size and how much of it is measured."""
+        frame = self._df(
+            """
+            SELECT s.id, s.name, s.objective, s.direction, json_extract_string(s.runner, '$.kind') AS runner,
+                   s.created_at,
+                   coalesce(t.rows, 0) AS table_rows, coalesce(t.valid, 0) AS table_valid,
+                   coalesce(m.configs, 0) AS measured, coalesce(m.ok, 0) AS measured_ok,
+                   coalesce(m.n, 0) AS measurements
+            FROM studies s
+            LEFT JOIN (SELECT study_id, count(*) AS rows, count(*) FILTER (WHERE status = 'ok') AS valid
+                       FROM table_rows GROUP BY study_id) t ON t.study_id = s.id
+            LEFT JOIN (SELECT study_id, count(DISTINCT config_key) AS configs,
+                              count(DISTINCT config_key) FILTER (WHERE status = 'ok') AS ok, count(*) AS n
+                       FROM measurements GROUP BY study_id) m ON m.study_id = s.id
+            ORDER BY s.created_at, s.id
+            """
+        )
+        frame["factors"] = [len(self.get_study(n).spec.space.factors) for n in frame["name"]]
+        frame["size"] = [self.get_study(n).spec.space.size for n in frame["name"]]
+        return frame
+
+    def delete_study(self, name: str) -> None:
+        study = self.get_study(name)
+        with self._lock:
+            self._con.execute("BEGIN TRANSACTION")
+            try:
+                for table in ("table_rows", "measurements", "models", "decisions", "exports"):
+                    self._con.execute(f"DELETE FROM {table} WHERE study_id = ?", [study.id])
+                self._con.execute(
+                    "DELETE FROM design_rows WHERE design_id IN (SELECT id FROM designs WHERE study_id = ?)", [study.id]
+                )
+                self._con.execute("DELETE FROM designs WHERE study_id = ?", [study.id])
+                self._con.execute("DELETE FROM studies WHERE id = ?", [study.id])
+                self._con.execute("COMMIT")
+            except Exception:
+                self._con.execute("ROLLBACK")
+                raise
+        self._specs.pop(study.id, None)
+
+    def update_study_spec(self, name: str, spec: StudySpec) -> StoredStudy:
+        """Replace a study's spec; refused once anything was measured, designed or imported for it."""
+        study = self.get_study(name)
+        used = self._sql(
+            "SELECT (SELECT count(*) FROM measurements WHERE study_id = $1) + (SELECT count(*) FROM designs"
+            " WHERE study_id = $1) + (SELECT count(*) FROM table_rows WHERE study_id = $1)",
+            [study.id],
+        ).fetchone()[0]
+        if used:
+            raise StoreError(f"study '{name}' already has data; save the edited space as a new study instead")
+        if spec.name != name and self._sql("SELECT 1 FROM studies WHERE name = ?", [spec.name]).fetchone():
+            raise StoreError(f"study '{spec.name}' already exists")
+        self._sql(
+            "UPDATE studies SET name = ?, description = ?, objective = ?, direction = ?, runner = ?, spec = ? WHERE id = ?",
+            [spec.name, spec.description, spec.objective, spec.direction, _json(dict(spec.runner)),
+             _json(spec.to_dict()), study.id],
+        )
+        self._specs.pop(study.id, None)
+        return self.get_study(spec.name)
+
+    def study_table(self, name: str) -> pd.DataFrame:
+        """The exhaustive table of a table study: factor columns, then value, status, error."""
+        study = self.get_study(name)
+        rows = self._df(
+            "SELECT config_key, value, status, error FROM table_rows WHERE study_id = ? ORDER BY rowid", [study.id]
+        )
+        return self._expand(study.spec, rows)
+
+    def _expand(self, spec: StudySpec, rows: pd.DataFrame) -> pd.DataFrame:
+        configs = frame_from_keys(spec.space, rows["config_key"].tolist())
+        return pd.concat([configs, rows.drop(columns=["config_key"]).reset_index(drop=True)], axis=1)
+
+    # -- measurements ----------------------------------------------------------------------------------
+    def record_measurement(
+        self,
+        study: StoredStudy,
+        config: Mapping[str, Any],
+        value: float | None,
+        status: str = "ok",
+        *,
+        error: str | None = None,
+        repeat: int | None = None,
+        host: str | None = None,
+        started_at: datetime | None = None,
+        finished_at: datetime | None = None,
+        strategy: str | None = None,
+        step: int | None = None,
+        design_id: int | None = None,
+        metadata: Mapping | None = None,
+    ) -> int | None:
+        """Commit one measurement now. Returns its id, or None if that (config, repeat) was already stored."""
+        if status not in STATUSES:
+            raise StoreError(f"measurement status {status!r} is not one of {', '.join(STATUSES)}")
+        key = config_keys(study.spec.space, pd.DataFrame([{n: config[n] for n in study.spec.space.names}]))[0]
+        value = None if value is None or not math.isfinite(float(value)) else float(value)
+        with self._lock:
+            if repeat is None:
+                repeat = self._sql(
+                    "SELECT coalesce(max(repeat) + 1, 0) FROM measurements WHERE study_id = ? AND config_key = ?",
+                    [study.id, key],
+                ).fetchone()[0]
+            row = self._sql(
+                "INSERT INTO measurements (study_id, config_key, repeat, value, status, error, host, started_at,"
+                " finished_at, strategy, step, design_id, metadata) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                " ON CONFLICT DO NOTHING RETURNING id",
+                [study.id, key, int(repeat), value, status, error, host or socket.gethostname(), started_at,
+                 finished_at or datetime.now(timezone.utc).replace(tzinfo=None), strategy, step, design_id,
+                 _json(dict(metadata or {}))],
+            ).fetchone()
+        return None if row is None else int(row[0])
+
+    def measurements(self, name: str, design_id: int | None = None, step: int | None = None) -> pd.DataFrame:
+        """Every stored repeat: factor columns, then value, status, error, repeat and provenance."""
+        study = self.get_study(name)
+        where, params = "study_id = ?", [study.id]
+        if design_id is not None:
+            where, params = where + " AND design_id = ?", params + [design_id]
+        if step is not None:
+            where, params = where + " AND step = ?", params + [step]
+        rows = self._df(
+            "SELECT config_key, value, status, error, repeat, host, started_at, finished_at, strategy, step,"
+            f" design_id, id AS measurement_id FROM measurements WHERE {where} ORDER BY id",
+            params,
+        )
+        return self._expand(study.spec, rows)
+
+    def measured_keys(self, study: StoredStudy) -> set[str]:
+        rows = self._sql("SELECT DISTINCT config_key FROM measurements WHERE study_id = ?", [study.id]).fetchall()
+        return {r[0] for r in rows}
+
+    # -- designs ---------------------------------------------------------------------------------------
+    def save_design(
+        self,
+        study: StoredStudy,
+        frame: pd.DataFrame,
+        *,
+        name: str,
+        kind: str,
+        formula: str | None = None,
+        params: Mapping | None = None,
+        criteria: Mapping | None = None,
+        forced: Iterable[bool] | None = None,
+        step: int | None = None,
+    ) -> int:
+        """Store a design; its rows become pending measurements until measured."""
+        keys = config_keys(study.spec.space, frame)
+        forced_flags = list(forced) if forced is not None else [False] * len(keys)
+        with self._lock:
+            self._con.execute("BEGIN TRANSACTION")
+            try:
+                design_id = self._con.execute(
+                    "INSERT INTO designs (study_id, name, kind, formula, params, criteria, step)"
+                    " VALUES (?,?,?,?,?,?,?) RETURNING id",
+                    [study.id, name, kind, formula, _json(dict(params or {})), _json(dict(criteria or {})), step],
+                ).fetchone()[0]
+                rows = pd.DataFrame(
+                    {"design_id": design_id, "position": range(len(keys)), "config_key": keys,
+                     "forced": [bool(f) for f in forced_flags]}
+                )
+                self._con.register("_incoming_design", rows)
+                try:
+                    self._con.execute("INSERT INTO design_rows SELECT design_id, position, config_key, forced FROM _incoming_design")
+                finally:
+                    self._con.unregister("_incoming_design")
+                self._con.execute("COMMIT")
+            except Exception:
+                self._con.execute("ROLLBACK")
+                raise
+        return int(design_id)
+
+    def designs(self, name: str) -> pd.DataFrame:
+        """Designs of a study with their size and how many rows are still pending."""
+        study = self.get_study(name)
+        return self._df(
+            """
+            SELECT d.id, d.name, d.kind, d.formula, d.step, d.criteria, d.params, d.created_at,
+                   count(r.position) AS rows,
+                   count(r.position) FILTER (WHERE NOT EXISTS (
+                       SELECT 1 FROM measurements m WHERE m.study_id = d.study_id AND m.config_key = r.config_key
+                   )) AS pending
+            FROM designs d LEFT JOIN design_rows r ON r.design_id = d.id
+            WHERE d.study_id = ? GROUP BY ALL ORDER BY d.id
+            """,
+            [study.id],
+        )
+
+    def design_rows(self, name: str, design_id: int, pending_only: bool = False) -> pd.DataFrame:
+        """A design's configurations (factor columns, position, forced, measured)."""
+        study = self.get_study(name)
+        rows = self._df(
+            """
+            SELECT r.config_key, r.position, r.forced,
+                   EXISTS (SELECT 1 FROM measurements m WHERE m.study_id = ? AND m.config_key = r.config_key) AS measured
+            FROM design_rows r JOIN designs d ON d.id = r.design_id
+            WHERE r.design_id = ? AND d.study_id = ? ORDER BY r.position
+            """,
+            [study.id, design_id, study.id],
+        )
+        if rows.empty and not self._sql("SELECT 1 FROM designs WHERE id = ? AND study_id = ?", [design_id, study.id]).fetchone():
+            raise StoreError(f"design {design_id} does not belong to study '{name}'")
+        if pending_only:
+            rows = rows[~rows["measured"]].reset_index(drop=True)
+        return self._expand(study.spec, rows)
+
+    # -- models, decisions, exports ----------------------------------------------------------------------
+    def save_model(self, study: StoredStudy, *, formula: str, transform: str, coefficients: Any, anova: Any,
+                   lam: float | None = None, summary: Mapping | None = None, step: int | None = None) -> int:
+        return int(self._sql(
+            "INSERT INTO models (study_id, step, formula, transform, box_cox_lambda, coefficients, anova, summary)"
+            " VALUES (?,?,?,?,?,?,?,?) RETURNING id",
+            [study.id, step, formula, transform, lam, _json(coefficients), _json(anova), _json(dict(summary or {}))],
+        ).fetchone()[0])
+
+    def models(self, name: str) -> pd.DataFrame:
+        study = self.get_study(name)
+        return self._df("SELECT * FROM models WHERE study_id = ? ORDER BY id", [study.id])
+
+    def log_decision(self, study: StoredStudy, *, kind: str, proposed: Any, chosen: Any, outcome: str, actor: str,
+                     explanation: str = "", evidence: Any = None, step: int | None = None) -> int:
+        """Append to the audit log: what was proposed, what was chosen, by whom, on what evidence."""
+        return int(self._sql(
+            "INSERT INTO decisions (study_id, step, kind, proposed, chosen, outcome, actor, explanation, evidence)"
+            " VALUES (?,?,?,?,?,?,?,?,?) RETURNING id",
+            [study.id, step, kind, _json(proposed), None if chosen is None else _json(chosen), outcome, actor,
+             explanation, _json(evidence if evidence is not None else {})],
+        ).fetchone()[0])
+
+    def decisions(self, name: str) -> pd.DataFrame:
+        study = self.get_study(name)
+        return self._df("SELECT * FROM decisions WHERE study_id = ? ORDER BY id", [study.id])
+
+    def log_export(self, study: StoredStudy, fmt: str, path: str | None, size: int | None) -> int:
+        return int(self._sql(
+            "INSERT INTO exports (study_id, format, path, bytes) VALUES (?,?,?,?) RETURNING id",
+            [study.id, fmt, path, size],
+        ).fetchone()[0])
+
+    def exports(self, name: str) -> pd.DataFrame:
+        study = self.get_study(name)
+        return self._df("SELECT * FROM exports WHERE study_id = ? ORDER BY id", [study.id])

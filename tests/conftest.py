@@ -1,0 +1,51 @@
+"""Shared fixtures: temporary database files, the shared data folder, the Laplacian space."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.paths import REPO_ROOT, data_dir, reference_dir
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "tunelab.duckdb"
+
+
+@pytest.fixture(scope="session")
+def data() -> Path:
+    folder = data_dir()
+    if folder is None:
+        pytest.skip("shared data folder is absent")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def reference() -> Path:
+    folder = reference_dir()
+    if folder is None:
+        pytest.skip("shared reference folder is absent")
+    return folder
+
+
+def run_cli(*args: str, db: Path | None = None, check: bool = False, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run the real ``tunelab`` console script in a fresh process."""
+    exe = Path(sys.executable).with_name("tunelab")
+    command = [str(exe)] + (["--db", str(db)] if db else []) + list(args)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=REPO_ROOT,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    if check and result.returncode != 0:
+        raise AssertionError(f"{command} failed ({result.returncode}): {result.stderr}")
+    return result
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
