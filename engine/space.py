@@ -282,7 +282,7 @@ class Space:
         columns = {f.name: f.level_array()[index[:, j]] for j, f in enumerate(self.factors)}
         mask = self.constraint_mask(columns, len(index))
         if not mask.any():
-            raise UserError(self._explain_empty())
+            raise UserError(self.explain_empty())
         return pd.DataFrame({name: col[mask] for name, col in columns.items()}).reset_index(drop=True)
 
     def count_valid(self) -> int:
@@ -358,14 +358,18 @@ class Space:
         frame = self.from_level_index(np.array(rows))
         return frame[self.valid_mask(frame)].reset_index(drop=True)
 
-    def _explain_empty(self) -> str:
-        """Name the first constraint that, on its own, excludes everything, if there is one."""
-        index = self._grid_index() if self.enumerable else None
-        if index is not None:
+    def explain_empty(self, frame: pd.DataFrame | None = None) -> str:
+        """Why nothing in ``frame`` (default: the whole factorial) is valid: the first constraint that
+        alone excludes every row, else the constraints together."""
+        if frame is None:
+            index = self._grid_index()
             columns = {f.name: f.level_array()[index[:, j]] for j, f in enumerate(self.factors)}
-            for expr in self._compiled:
-                if not np.broadcast_to(np.asarray(expr.evaluate(columns), dtype=bool), (len(index),)).any():
-                    return f"constraint {expr.text!r} excludes every configuration"
+            n = len(index)
+        else:
+            columns, n = self._columns(frame), len(frame)
+        for expr in self._compiled:
+            if not np.broadcast_to(np.asarray(expr.evaluate(columns), dtype=bool), (n,)).any():
+                return f"constraint {expr.text!r} excludes every configuration"
         return "the constraints together exclude every configuration"
 
 

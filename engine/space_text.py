@@ -78,11 +78,18 @@ def space_from_table(rows: Iterable[Mapping], constraints: str | Iterable[str] =
 
 
 def valid_count(space: Space, sample: int = 20_000, seed: int = 0) -> tuple[int, bool]:
-    """(number of valid configurations, exact?) — exact when enumerable, else estimated by sampling."""
+    """(number of valid configurations, exact?) — exact when enumerable, else estimated by sampling.
+
+    Raises a :class:`UserError` naming the culprit when no valid configuration exists (or, for a
+    huge space, none turned up in the sample).
+    """
     if space.enumerable:
+        space.enumerate()  # raises, naming the constraint, when nothing is valid
         return space.count_valid(), True
     rng = np.random.default_rng(seed)
     counts = np.array([f.n_levels for f in space.factors])
     frame = space.from_level_index(rng.integers(0, counts, size=(sample, len(counts))))
-    fraction = float(space.valid_mask(frame).mean())
-    return int(round(fraction * space.size)), False
+    mask = space.valid_mask(frame)
+    if not mask.any():
+        raise UserError(f"{space.explain_empty(frame)} in {sample:,} random draws")
+    return int(round(float(mask.mean()) * space.size)), False

@@ -15,13 +15,13 @@ from engine.errors import UserError
 from engine.space import Space
 
 DIRECTIONS = ("minimize", "maximize")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.\-]{0,99}$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.()\-]{0,99}$")
 
 
 def check_study_name(name: Any) -> str:
-    """Study names appear in file names and URLs: letters, digits, space, ``_ . -``, ≤ 100 chars."""
+    """Study names appear in file names and URLs: letters, digits, space, ``_ . - ( )``, ≤ 100 chars."""
     if not isinstance(name, str) or not _NAME.match(name.strip()):
-        raise UserError(f"study name {name!r}: use 1-100 letters, digits, spaces, '_', '.' or '-'")
+        raise UserError(f"study name {name!r}: use 1-100 letters, digits, spaces, '_', '.', '-' or parentheses")
     return name.strip()
 
 

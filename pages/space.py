@@ -23,7 +23,7 @@ edited = st.data_editor(
     factor_table(space),
     num_rows="dynamic",
     hide_index=True,
-    use_container_width=True,
+    width="stretch",
     key=f"factors_{study.id}",
     column_config={
         "name": st.column_config.TextColumn("name", required=True),
@@ -37,8 +37,6 @@ draft = None
 with guard():
     draft = space_from_table(edited.to_dict(orient="records"), constraints)
     count, exact = valid_count(draft)
-    if count == 0 and exact:
-        draft.enumerate()  # raises with the constraint that empties the space
     cols = st.columns(3)
     cols[0].metric("Factors", len(draft.factors))
     cols[1].metric("Configurations (factorial)", f"{draft.size:,}")

@@ -28,8 +28,8 @@ def _upload_to_file(upload) -> Path:
 
 
 def _report_line(report: dict) -> str:
-    return (f"{report['rows']:,} rows, {report['valid_rows']:,} valid, {report['invalid_rows']:,} invalid; "
-            f"optimum {report['optimum']:.7g}")
+    return (f"{report['rows']:,} rows, {report['valid_rows']:,} valid, {report['invalid_rows']:,} invalid, "
+            f"{report.get('failed_rows', 0):,} failed; optimum {report['optimum']:.7g}")
 
 
 studies = store.list_studies()
@@ -39,7 +39,7 @@ else:
     shown = studies[["name", "objective", "direction", "runner", "factors", "size", "table_valid", "measured",
                      "measurements", "created_at"]].rename(columns={
         "size": "configurations", "table_valid": "valid (table)", "measured": "measured configs"})
-    st.dataframe(shown, hide_index=True, use_container_width=True, key="study_list")
+    st.dataframe(shown, hide_index=True, width="stretch", key="study_list")
 
 new_tab, table_tab, kt_tab, delete_tab = st.tabs(
     ["New study", "Import a table (CSV)", "Import a Kernel Tuner cache", "Delete"]

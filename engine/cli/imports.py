@@ -37,7 +37,8 @@ def _store_import(args, imported, started: float) -> int:
     report = {"study": study.name, **imported.report, "seconds": round(time.perf_counter() - started, 3)}
     text = (
         f"imported '{study.name}': {report['rows']:,} rows, {report['valid_rows']:,} valid, "
-        f"{report['invalid_rows']:,} invalid; optimum {report['optimum']:.7g} at {report['optimum_config']}"
+        f"{report['invalid_rows']:,} invalid, {report.get('failed_rows', 0):,} failed; "
+        f"optimum {report['optimum']:.7g} at {report['optimum_config']}"
     )
     emit(report, args.json, text)
     return 0

@@ -1,0 +1,283 @@
+"""Study spec files: YAML or TOML text a person writes, reads and keeps under version control.
+
+A spec holds what :class:`engine.study.StudySpec` holds, nothing else (unknown keys are errors, so a
+typo such as ``constriants`` cannot silently drop the constraints)::
+
+    name: Laplacian tiles            # study name: letters, digits, space, _ . -
+    description: BOAST Laplacian on a K40c
+    objective: time_per_pixel        # the measured response (an identifier)
+    direction: minimize              # or maximize
+    runner: {kind: table}            # how to measure: table, synthetic, command ...
+    factors:
+      - {name: elements_number, kind: ordinal, levels: [1, 2, 3, 4, 6, 8, 12, 24]}
+      - {name: y_component_number, kind: integer, low: 1, high: 6}          # step: 1 by default
+      - {name: lws_y, kind: ordinal, powers_of_two: [1, 1024]}              # 1, 2, 4, ..., 1024
+      - {name: load_overlap, kind: boolean}                                 # levels false, true
+      - {name: layout, kind: categorical, levels: [row, column]}
+    constraints:                     # checked expressions (engine/expr.py), never eval'd
+      - elements_number % y_component_number == 0
+      - lws_y <= 1024
+
+The same in TOML uses top-level keys, ``runner = {kind = "table"}`` and one ``[[factors]]`` table per
+factor. YAML is read with ``yaml.safe_load`` only. Errors are one line: malformed text names its
+line; field errors (duplicate factor names, empty or non-numeric levels, bad constraints) come from
+:mod:`engine.space` / :mod:`engine.study` unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from engine.errors import UserError
+from engine.study import StudySpec
+
+FORMATS = ("yaml", "toml")
+_EXTENSIONS = {".yaml": "yaml", ".yml": "yaml", ".toml": "toml"}
+#: A spec is a small text file; refusing huge input keeps a hostile upload from eating memory.
+MAX_SPEC_BYTES = 1_000_000
+#: Most levels a low/high or powers_of_two factor may expand to (explicit lists are bounded by size).
+MAX_LEVELS = 100_000
+_TOP_KEYS = ("name", "description", "objective", "direction", "runner", "factors", "constraints")
+_FACTOR_KEYS = ("name", "kind", "type", "levels", "low", "high", "step", "range", "powers_of_two")
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_factor(i: int, item: Any) -> None:
+    """Shape checks Space.from_dict does not make, so bad input fails with a message, not a KeyError."""
+    if not isinstance(item, Mapping):
+        raise UserError(f"spec: factor #{i + 1} must be a mapping with name, kind and levels, got {item!r}")
+    label = f"factor '{item.get('name', f'#{i + 1}')}'"
+    unknown = [k for k in item if k not in _FACTOR_KEYS]
+    if unknown:
+        raise UserError(f"{label}: unknown key {unknown[0]!r} (allowed: {', '.join(_FACTOR_KEYS)})")
+    kind = item.get("kind", item.get("type"))
+    generators = [k for k in ("low", "high", "range", "powers_of_two") if k in item]
+    if "levels" in item and generators:
+        raise UserError(f"{label}: give either 'levels' or '{generators[0]}', not both")
+    if "levels" in item and item["levels"] is not None and not isinstance(item["levels"], list):
+        raise UserError(f"{label}: 'levels' must be a list, got {item['levels']!r}")
+    if "low" in item or "high" in item or "range" in item:
+        if kind != "integer":
+            raise UserError(f"{label}: low/high and range need kind: integer, not {kind!r}")
+        if "range" in item:
+            bounds = item["range"]
+            if not isinstance(bounds, list) or len(bounds) not in (2, 3):
+                raise UserError(f"{label}: 'range' must be [low, high] or [low, high, step], got {bounds!r}")
+        else:
+            if "low" not in item or "high" not in item:
+                raise UserError(f"{label}: needs both 'low' and 'high'")
+            bounds = [item["low"], item["high"], item.get("step", 1)]
+        low, high, step = (list(bounds) + [1])[:3]
+        if not all(_int(v) for v in (low, high, step)):
+            raise UserError(f"{label}: low, high and step must be integers, got {low!r}, {high!r}, {step!r}")
+        if step > 0 and high >= low and (high - low) // step + 1 > MAX_LEVELS:
+            raise UserError(f"{label}: {low}..{high} step {step} is more than {MAX_LEVELS:,} levels")
+    if "step" in item and "low" not in item:
+        raise UserError(f"{label}: 'step' needs 'low' and 'high'")
+    if "powers_of_two" in item:
+        if kind != "ordinal":
+            raise UserError(f"{label}: powers_of_two needs kind: ordinal, not {kind!r}")
+        pair = item["powers_of_two"]
+        if (
+            not isinstance(pair, list)
+            or len(pair) != 2
+            or not all(_int(v) and v >= 1 and v & (v - 1) == 0 for v in pair)
+            or pair[0] > pair[1]
+        ):
+            raise UserError(f"{label}: powers_of_two must be [low, high], powers of two with low <= high, got {pair!r}")
+
+
+def spec_from_data(data: Any) -> StudySpec:
+    """A StudySpec from parsed YAML/TOML data, after the shape checks the dataclasses leave out."""
+    if not isinstance(data, Mapping):
+        raise UserError(f"spec: expected a mapping of name, objective, factors ... at the top level, got {data!r:.60}")
+    unknown = [k for k in data if k not in _TOP_KEYS]
+    if unknown:
+        raise UserError(f"spec: unknown key {unknown[0]!r} (allowed: {', '.join(_TOP_KEYS)})")
+    if "name" not in data:
+        raise UserError("spec: missing 'name'")
+    factors = data.get("factors")
+    if not isinstance(factors, list) or not factors:
+        raise UserError(f"spec: 'factors' must be a non-empty list, got {factors!r:.60}")
+    for i, item in enumerate(factors):
+        _check_factor(i, item)
+    runner = data.get("runner", {"kind": "table"})
+    if not isinstance(runner, Mapping) or not isinstance(runner.get("kind"), str):
+        raise UserError(f"spec: 'runner' must be a mapping with a 'kind', got {runner!r:.60}")
+    constraints = data.get("constraints") or []
+    if isinstance(constraints, str):
+        constraints = [constraints]
+    if not isinstance(constraints, list) or not all(isinstance(c, str) for c in constraints):
+        raise UserError(f"spec: 'constraints' must be a list of strings, got {constraints!r:.60}")
+    if not isinstance(data.get("description") or "", str):
+        raise UserError(f"spec: 'description' must be text, got {data['description']!r:.60}")
+    return StudySpec.from_dict({**data, "constraints": constraints})
+
+
+def parse_spec(text: str, fmt: str) -> StudySpec:
+    """Parse spec text in ``fmt`` ("yaml" or "toml")."""
+    if fmt not in FORMATS:
+        raise UserError(f"spec format {fmt!r} must be 'yaml' or 'toml'")
+    if len(text.encode("utf-8", "replace")) > MAX_SPEC_BYTES:
+        raise UserError(f"spec: {len(text):,} characters is more than a spec may hold ({MAX_SPEC_BYTES:,} bytes)")
+    if fmt == "yaml":
+        try:
+            data = yaml.safe_load(text)
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            problem = " ".join(str(exc.problem or exc.context).split())
+            raise UserError(f"spec: malformed YAML{where}: {problem}") from None
+        except yaml.YAMLError as exc:
+            raise UserError(f"spec: malformed YAML: {' '.join(str(exc).split())}") from None
+    else:
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise UserError(f"spec: malformed TOML: {' '.join(str(exc).split())}") from None
+    return spec_from_data(data)
+
+
+def load_spec(path: str | Path) -> StudySpec:
+    """Read a spec file; the format follows the extension (.yaml, .yml, .toml)."""
+    path = Path(path)
+    fmt = _EXTENSIONS.get(path.suffix.lower())
+    if fmt is None:
+        raise UserError(f"spec {path.name}: extension {path.suffix or '(none)'!r} is not .yaml, .yml or .toml")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"spec {path.name}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"spec {path.name}: not UTF-8 text (byte {exc.start})") from None
+    try:
+        return parse_spec(text, fmt)
+    except UserError as exc:
+        raise UserError(f"{path.name}: {exc}") from None
+
+
+def dump_spec(spec: StudySpec, fmt: str = "yaml") -> str:
+    """Spec text that :func:`parse_spec` reads back to an equal spec."""
+    data = spec.to_dict()
+    if fmt == "yaml":
+        return yaml.safe_dump(data, sort_keys=False, default_flow_style=None, allow_unicode=True, width=100)
+    if fmt == "toml":
+        return _toml(data)
+    raise UserError(f"spec format {fmt!r} must be 'yaml' or 'toml'")
+
+
+# -- TOML writing (the standard library only reads TOML) ------------------------------------------
+def _toml_key(key: str) -> str:
+    return key if _BARE_KEY.match(key) else _toml_string(key)
+
+
+def _toml_string(text: str) -> str:
+    # JSON string escapes are TOML basic-string escapes, except that TOML also forbids a raw DEL.
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def _toml_value(value: Any, where: str) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, str):
+        return _toml_string(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v, where) for v in value) + "]"
+    if isinstance(value, Mapping):
+        items = ", ".join(f"{_toml_key(str(k))} = {_toml_value(v, where)}" for k, v in value.items())
+        return "{" + items + "}"
+    raise UserError(f"spec: {where} holds {value!r}, which TOML cannot represent")
+
+
+def _toml(data: Mapping) -> str:
+    lines = [
+        f"{_toml_key(key)} = {_toml_value(value, key)}" for key, value in data.items() if key != "factors"
+    ]
+    for factor in data["factors"]:
+        lines += ["", "[[factors]]"]
+        lines += [f"{_toml_key(k)} = {_toml_value(v, 'factor ' + factor['name'])}" for k, v in factor.items()]
+    return "\n".join(lines) + "\n"
+
+
+# -- templates a person can start from in the dashboard ---------------------------------------------
+_TOY_LEVELS = "[-1.0, -0.8, -0.6, -0.4, -0.2, 0.0, 0.2, 0.4, 0.6, 0.8, 1.0]"
+
+TEMPLATES: dict[str, str] = {
+    "Paper toy problem (8 factors)": f"""\
+# The tutorial problem of the DLMT paper (dlmt.md section 3): eight factors on 11 levels each,
+# y = -1.5 x1 + 1.3 x3 + 3.1 x5 - 1.4 x7 + 1.35 x8^2 + 1.6 x1 x3 + noise; x2, x4, x6 are inert.
+name: Paper toy problem
+description: DLMT paper toy function, 8 factors on 11 levels
+objective: y
+direction: minimize
+runner: {{kind: synthetic, name: toy}}
+factors:
+"""
+    + "".join(f"  - {{name: x{i}, kind: ordinal, levels: {_TOY_LEVELS}}}\n" for i in range(1, 9))
+    + "constraints: []\n",
+    "GPU kernel (tile sizes, constraints)": """\
+# A Laplacian-like GPU kernel (BOAST, as in the CCGrid'19 paper): work split, vector width,
+# thread-block shape. Validity constraints from the kernel-size checker.
+name: GPU kernel tiles
+description: Laplacian-like GPU kernel with tile sizes and block shape
+objective: time_per_pixel
+direction: minimize
+runner: {kind: table}
+factors:
+  - {name: elements_number, kind: ordinal, levels: [1, 2, 3, 4, 5, 6, 8, 9, 10, 12, 15, 16, 18, 20, 24]}
+  - {name: y_component_number, kind: integer, low: 1, high: 6}
+  - {name: vector_length, kind: ordinal, powers_of_two: [1, 16]}
+  - {name: temporary_size, kind: ordinal, levels: [2, 4]}
+  - {name: load_overlap, kind: boolean, levels: [false, true]}
+  - {name: threads_number, kind: ordinal, powers_of_two: [32, 1024]}
+  - {name: lws_y, kind: ordinal, powers_of_two: [1, 1024]}
+constraints:
+  - lws_y <= threads_number
+  - elements_number % y_component_number == 0
+  - elements_number / y_component_number <= 4
+""",
+    "CPU loop nest (tiles, unroll, flags)": """\
+# A small SPAPT-like loop nest compiled and timed by a command. {name} in argv is replaced by the
+# factor's value for each configuration; the command prints the measured time on its last line.
+name: CPU loop nest
+description: Tiled, unrolled loop nest with compiler flags (SPAPT-like)
+objective: time
+direction: minimize
+runner:
+  kind: command
+  argv: ["./measure.sh", "--tile-i={T1_I}", "--tile-j={T1_J}", "--unroll-i={U_I}", "--unroll-j={U_J}",
+         "--scalar-replacement={SCR}", "--vectorize={VEC}", "--opt={OPT}"]
+  timeout_s: 1200
+factors:
+  - {name: T1_I, kind: ordinal, powers_of_two: [1, 256]}
+  - {name: T1_J, kind: ordinal, powers_of_two: [1, 256]}
+  - {name: U_I, kind: integer, low: 1, high: 8}
+  - {name: U_J, kind: integer, low: 1, high: 8}
+  - {name: SCR, kind: boolean}
+  - {name: VEC, kind: boolean}
+  - {name: OPT, kind: categorical, levels: ["-O2", "-O3", "-Ofast"]}
+constraints:
+  - U_I == 1 or U_J == 1
+  - U_I * U_J <= 8
+""",
+}
