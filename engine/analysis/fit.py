@@ -1,0 +1,205 @@
+"""OLS fit of a formula on measurements: statsmodels on the formula's model matrix, R's summaries.
+
+The model matrix comes from :mod:`engine.formula` (one formula engine, R term order); statsmodels
+only does the least squares, so coefficient names, aliasing and AIC/BIC follow R (``lm``), not
+statsmodels' formula layer. The transform of the response is chosen at fit time — including the
+automatic rule "Box–Cox when ncvTest's p < 0.05" — so a fitted model always knows how it was made.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+import statsmodels.api as sm
+
+from engine.analysis.data import AnalysisError, complete_rows
+from engine.analysis.lsq import qr
+from engine.analysis.options import NCV_ALPHA, TRANSFORMS
+from engine.analysis.terms import Term, boolean_variables, column_display, model_terms, stars
+from engine.analysis.transform import (
+    BoxCoxProfile,
+    PowerTransformResult,
+    Transform,
+    TransformError,
+    power_transform,
+    require_positive,
+)
+from engine.analysis.variance import ncv_test
+from engine.formula import parse
+
+
+
+class LinearModel:
+    """``lm(formula)`` with a response transform; scikit-learn style (``fit`` returns self).
+
+    ``transform``: ``none``; ``log``; ``boxcox`` (car's λ̂); ``boxcox-round`` (car's ``roundlam``);
+    ``auto`` / ``auto-round`` (Box–Cox only when the untransformed fit's ncvTest p < ``ncv_alpha``;
+    kept untransformed if Box–Cox fails); or a number, the λ of ``bcPower``.
+    """
+
+    def __init__(self, formula: str, transform: str | float = "none", ncv_alpha: float = NCV_ALPHA):
+        self.formula = formula
+        self.transform = transform
+        self.ncv_alpha = ncv_alpha
+
+    def fit(self, data: pd.DataFrame) -> LinearModel:
+        _check_transform(self.transform)
+        parsed = parse(self.formula, data.columns)
+        rows = complete_rows(parsed, data)
+        self.formula_ = parsed
+        self.response_ = parsed.response
+        self.data_ = rows.data
+        self.n_excluded_ = rows.n_excluded
+        self.matrix_ = rows.matrix
+        self.terms_: tuple[Term, ...] = model_terms(rows.matrix.term_slices, rows.data)
+        self.qr_ = qr(rows.matrix.X)
+        self.kept_ = self.qr_.kept
+        self.X_ = rows.matrix.X[:, self.kept_]
+        booleans = boolean_variables(rows.data)
+        names = [column_display(c, booleans) for c in rows.matrix.columns]
+        self.column_names_ = tuple(names[i] for i in self.kept_)
+        kept = set(self.kept_.tolist())
+        self.aliased_ = tuple(n for i, n in enumerate(names) if i not in kept)
+        self.y_raw_ = rows.matrix.y
+        if self.n_ <= self.qr_.rank:
+            raise AnalysisError(f"formula {self.formula!r}: no residual degrees of freedom ({self.n_} rows, rank {self.qr_.rank})")
+        self.ncv_untransformed_ = ncv_test(self.qr_.resid(self.y_raw_), self.qr_.fitted(self.y_raw_))
+        self.power_, self.transform_ = self._resolve_transform()
+        self.y_ = self.transform_.apply(self.y_raw_)
+        self.results_ = sm.OLS(self.y_, self.X_).fit(method="qr")
+        return self
+
+    @property
+    def variables_(self) -> tuple[str, ...]:
+        """The data columns the right-hand side uses (the factors a decision can fix)."""
+        return tuple(sorted(set().union(*(t.variables for t in self.terms_))))
+
+    @property
+    def n_(self) -> int:
+        return len(self.y_raw_)
+
+    @property
+    def fitted_(self) -> np.ndarray:
+        return np.asarray(self.results_.fittedvalues)
+
+    @property
+    def resid_(self) -> np.ndarray:
+        return np.asarray(self.results_.resid)
+
+    @property
+    def df_resid_(self) -> int:
+        return self.n_ - self.qr_.rank
+
+    def term_positions(self, term: Term) -> list[int]:
+        """Positions, among the non-aliased columns, of a term's columns."""
+        return [i for i, c in enumerate(self.kept_) if term.columns.start <= c < term.columns.stop]
+
+    def boxcox_profile(self) -> BoxCoxProfile:
+        """The profile likelihood of λ for this model's X and raw response."""
+        require_positive(self.y_raw_, self.response_)
+        return BoxCoxProfile(self.qr_, self.y_raw_, self.formula_.has_intercept)
+
+    def _resolve_transform(self) -> tuple[PowerTransformResult | None, Transform]:
+        """The fitted λ (when the response is positive) and the transform actually applied."""
+        choice = self.transform
+        positive = bool(np.all(self.y_raw_ > 0))
+        power = None
+        if positive:
+            try:
+                power = power_transform(self.boxcox_profile())
+            except TransformError:
+                if choice in ("boxcox", "boxcox-round"):
+                    raise
+        if isinstance(choice, (int, float)) and not isinstance(choice, bool):
+            require_positive(self.y_raw_, self.response_, f"bcPower({choice})")
+            return power, Transform(float(choice))
+        if choice == "none":
+            return power, Transform()
+        if choice == "log":
+            require_positive(self.y_raw_, self.response_, "log")
+            return power, Transform(0.0)
+        if choice.startswith("auto"):
+            if power is None or not self.ncv_untransformed_.p < self.ncv_alpha:
+                return power, Transform()
+        else:
+            require_positive(self.y_raw_, self.response_)
+        return power, Transform(power.lambda_rounded if choice.endswith("round") else power.lambda_)
+
+
+def _check_transform(choice) -> None:
+    if isinstance(choice, (int, float)) and not isinstance(choice, bool):
+        if not math.isfinite(choice):
+            raise AnalysisError(f"transform: lambda must be finite, got {choice}")
+        return
+    if choice not in TRANSFORMS:
+        raise AnalysisError(f"transform {choice!r}: expected one of {', '.join(TRANSFORMS)} or a number")
+
+
+def coefficient_table(model: LinearModel) -> pd.DataFrame:
+    """``coef(summary(lm))`` with R's names and stars."""
+    r = model.results_
+    p = np.asarray(r.pvalues, dtype=float)
+    return pd.DataFrame(
+        {
+            "term": list(model.column_names_),
+            "Estimate": np.asarray(r.params, dtype=float),
+            "Std. Error": np.asarray(r.bse, dtype=float),
+            "t value": np.asarray(r.tvalues, dtype=float),
+            "Pr(>|t|)": p,
+            "stars": [stars(v) for v in p],
+        }
+    )
+
+
+@dataclass(frozen=True)
+class FitSummary:
+    """``summary.lm`` figures plus R's ``logLik``/``AIC``/``BIC`` (which count σ as a parameter)."""
+
+    n: int
+    n_excluded: int
+    rank: int
+    df_residual: int
+    sigma: float
+    r_squared: float
+    adj_r_squared: float
+    f_value: float
+    f_numdf: int
+    f_dendf: int
+    f_pvalue: float
+    loglik: float
+    aic: float
+    bic: float
+    aliased: tuple[str, ...]
+    transform: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def fit_summary(model: LinearModel) -> FitSummary:
+    r = model.results_
+    n, rank = model.n_, model.qr_.rank
+    loglik = float(r.llf)
+    params = rank + 1
+    return FitSummary(
+        n=n,
+        n_excluded=model.n_excluded_,
+        rank=rank,
+        df_residual=model.df_resid_,
+        sigma=math.sqrt(float(r.ssr) / model.df_resid_),
+        r_squared=float(r.rsquared),
+        adj_r_squared=float(r.rsquared_adj),
+        f_value=float(r.fvalue) if rank > int(r.k_constant) else math.nan,
+        f_numdf=int(r.df_model),
+        f_dendf=model.df_resid_,
+        f_pvalue=float(r.f_pvalue) if rank > int(r.k_constant) else math.nan,
+        loglik=loglik,
+        aic=-2.0 * loglik + 2.0 * params,
+        bic=-2.0 * loglik + math.log(n) * params,
+        aliased=model.aliased_,
+        transform=model.transform_.label,
+    )
+

@@ -1,0 +1,105 @@
+"""Plotly figures drawn from the analysis *data* functions (never from a model directly).
+
+Each function takes the DataFrame that a data function returns (``residual_diagnostics``,
+``qq_data``, ``main_effects``, ``interaction_effects``, ``effect_screening``, a Box–Cox profile
+curve) so the page can show, cache or export the numbers and the picture from one computation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from engine.analysis.transform import PowerTransformResult
+
+
+def _layout(fig: go.Figure, title: str, x: str, y: str) -> go.Figure:
+    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, template="plotly_white", showlegend=False)
+    return fig
+
+
+def residuals_figure(diagnostics: pd.DataFrame) -> go.Figure:
+    """Residuals against fitted values, with the zero line."""
+    fig = go.Figure(go.Scatter(x=diagnostics["fitted"], y=diagnostics["residual"], mode="markers", text=diagnostics["row"]))
+    fig.add_hline(y=0, line_dash="dot")
+    return _layout(fig, "Residuals vs fitted", "Fitted values", "Residuals")
+
+
+def qq_figure(qq: pd.DataFrame) -> go.Figure:
+    """Normal QQ plot of standardised residuals with the identity line."""
+    fig = go.Figure(go.Scatter(x=qq["theoretical"], y=qq["sample"], mode="markers", text=qq["row"]))
+    ends = [float(np.nanmin(qq["theoretical"])), float(np.nanmax(qq["theoretical"]))] if len(qq) else [0.0, 0.0]
+    fig.add_trace(go.Scatter(x=ends, y=ends, mode="lines", line={"dash": "dot"}))
+    return _layout(fig, "Normal Q-Q", "Theoretical quantiles", "Standardized residuals")
+
+
+def leverage_figure(diagnostics: pd.DataFrame) -> go.Figure:
+    """Standardised residuals against leverage, marker size by Cook's distance."""
+    cooks = diagnostics["cooks_distance"].fillna(0).to_numpy()
+    size = 6 + 24 * cooks / cooks.max() if len(cooks) and cooks.max() > 0 else 8
+    fig = go.Figure(
+        go.Scatter(
+            x=diagnostics["leverage"],
+            y=diagnostics["std_residual"],
+            mode="markers",
+            marker={"size": size},
+            text=[f"row {r}, Cook's D {c:.3g}" for r, c in zip(diagnostics["row"], cooks)],
+        )
+    )
+    return _layout(fig, "Residuals vs leverage", "Leverage", "Standardized residuals")
+
+
+def cooks_figure(diagnostics: pd.DataFrame) -> go.Figure:
+    """Cook's distance per observation, with R's 4/n rule-of-thumb line."""
+    fig = go.Figure(go.Bar(x=[str(r) for r in diagnostics["row"]], y=diagnostics["cooks_distance"]))
+    if len(diagnostics):
+        fig.add_hline(y=4.0 / len(diagnostics), line_dash="dot")
+    return _layout(fig, "Cook's distance", "Observation", "Cook's distance")
+
+
+def main_effects_figure(effects: pd.DataFrame) -> go.Figure:
+    """One panel per factor: mean response at each level."""
+    factors = list(dict.fromkeys(effects["factor"]))
+    fig = make_subplots(rows=1, cols=max(len(factors), 1), shared_yaxes=True, subplot_titles=factors)
+    for i, factor in enumerate(factors, start=1):
+        part = effects[effects["factor"] == factor]
+        fig.add_trace(go.Scatter(x=[str(v) for v in part["level"]], y=part["mean"], mode="lines+markers", name=factor), row=1, col=i)
+    fig.update_layout(title="Main effects (mean response per level)", template="plotly_white", showlegend=False)
+    return fig
+
+
+def interaction_figure(cells: pd.DataFrame) -> go.Figure:
+    """Interaction plot: mean response against levels of a, one line per level of b."""
+    fig = go.Figure()
+    for level_b, part in cells.groupby("level_b", sort=True):
+        fig.add_trace(go.Scatter(x=[str(v) for v in part["level_a"]], y=part["mean"], mode="lines+markers", name=str(level_b)))
+    a = cells["factor_a"].iloc[0] if len(cells) else "a"
+    b = cells["factor_b"].iloc[0] if len(cells) else "b"
+    fig = _layout(fig, f"Interaction {a} × {b}", a, "Mean response")
+    fig.update_layout(showlegend=True, legend_title_text=b)
+    return fig
+
+
+def half_normal_figure(screening: pd.DataFrame) -> go.Figure:
+    """Daniel's half-normal plot of absolute scaled estimates, labelled by term."""
+    fig = go.Figure(
+        go.Scatter(
+            x=screening["half_normal_quantile"],
+            y=screening["scaled_estimate"].abs(),
+            mode="markers+text",
+            text=screening["term"],
+            textposition="top center",
+        )
+    )
+    return _layout(fig, "Half-normal plot of scaled estimates", "Half-normal quantile", "|Scaled estimate|")
+
+
+def boxcox_figure(profile: pd.DataFrame, power: PowerTransformResult | None = None) -> go.Figure:
+    """Profile log-likelihood of λ, with λ̂ and its Wald interval when known."""
+    fig = go.Figure(go.Scatter(x=profile["lambda"], y=profile["loglik"], mode="lines"))
+    if power is not None:
+        fig.add_vline(x=power.lambda_, line_dash="dash")
+        fig.add_vrect(x0=power.wald_lower, x1=power.wald_upper, opacity=0.15, line_width=0)
+    return _layout(fig, "Box-Cox profile log-likelihood", "lambda", "log-likelihood")

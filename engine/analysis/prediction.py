@@ -1,0 +1,194 @@
+"""Prediction over a candidate set, its argmin (with ties), and a constrained neighbourhood search.
+
+Candidates are encoded exactly like the fitted data: the model matrix is built over the fitted rows
+and the candidates together, so categorical levels and their dummy columns line up; a candidate
+level never seen in the fit is refused (the model has no coefficient for it). Predictions are made on
+the model's (possibly transformed) scale and mapped back; the transform is monotone, so the argmin is
+the same on both scales.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import linalg, stats
+
+from engine.analysis.data import AnalysisError
+from engine.analysis.fit import LinearModel
+from engine.formula import model_matrix
+
+Validity = np.ndarray | Callable[[pd.DataFrame], np.ndarray] | None
+#: Relative (to the spread of the predictions) gap under which two predictions tie.
+TIE_TOL = 1e-12
+#: Largest full ±1-level box explored per refinement step; beyond it, one factor moves at a time.
+MAX_BOX = 50_000
+
+
+def candidate_matrix(model: LinearModel, candidates: pd.DataFrame) -> np.ndarray:
+    """The candidates' model matrix, columns identical to (and aligned with) the fitted model's."""
+    variables = list(model.variables_)
+    missing = [v for v in variables if v not in candidates.columns]
+    if missing:
+        raise AnalysisError(f"candidates: no column {missing[0]!r} (the formula uses it)")
+    rhs_text = "~ " + " + ".join(t.label for t in model.terms_) if model.terms_ else "~ 1"
+    if not model.formula_.has_intercept:
+        rhs_text += " - 1"
+    both = pd.concat([model.data_[variables], candidates[variables]], ignore_index=True)
+    matrix = model_matrix(rhs_text, both)
+    if matrix.columns != model.matrix_.columns:
+        new = sorted(set(matrix.columns) - set(model.matrix_.columns))
+        raise AnalysisError(f"candidates: level(s) not seen in the fitted data ({', '.join(new[:3])})")
+    X = matrix.X[model.n_ :, model.kept_]
+    bad = ~np.isfinite(X).all(axis=1)
+    if bad.any():
+        raise AnalysisError(f"candidates: {int(bad.sum())} rows give non-finite model terms (e.g. row {int(np.argmax(bad))})")
+    return X
+
+
+def predict(model: LinearModel, candidates: pd.DataFrame, level: float = 0.95, X: np.ndarray | None = None) -> pd.DataFrame:
+    """R's ``predict(..., interval = "prediction")`` on the model scale (``fit``, ``lwr``, ``upr``)
+    and the same mapped back to the response scale (``predicted``, ``lower``, ``upper``)."""
+    X = candidate_matrix(model, candidates) if X is None else X
+    beta = np.asarray(model.results_.params, dtype=float)
+    fit = X @ beta
+    # se of the mean: ||R^-T x|| · sigma, without forming (X'X)^-1.
+    scaled = linalg.solve_triangular(model.qr_.R, X.T, trans="T")
+    sigma2 = float(model.results_.ssr) / model.df_resid_
+    se_pred = np.sqrt(sigma2 * (1.0 + np.einsum("ij,ij->j", scaled, scaled)))
+    half = stats.t.ppf(0.5 + level / 2.0, model.df_resid_) * se_pred
+    out = pd.DataFrame({"fit": fit, "lwr": fit - half, "upr": fit + half}, index=candidates.index)
+    inverse = model.transform_.inverse
+    out["predicted"], out["lower"], out["upper"] = inverse(fit), inverse(fit - half), inverse(fit + half)
+    return out
+
+
+@dataclass(frozen=True)
+class Argmin:
+    """The predicted minimum: 0-based row position, index label, values, and every tied position."""
+
+    position: int
+    label: object
+    fit: float
+    predicted: float
+    ties: tuple[int, ...]
+    point: dict
+
+    def to_dict(self) -> dict:
+        return {
+            "row": self.position,
+            "label": self.label,
+            "fit": self.fit,
+            "predicted": self.predicted,
+            "n_rows_at_min": len(self.ties),
+            "ties": list(self.ties),
+            "point": self.point,
+        }
+
+
+def _mask(candidates: pd.DataFrame, valid: Validity) -> np.ndarray:
+    if valid is None:
+        return np.ones(len(candidates), dtype=bool)
+    mask = np.asarray(valid(candidates) if callable(valid) else valid, dtype=bool)
+    if mask.shape != (len(candidates),):
+        raise AnalysisError(f"validity mask: expected {len(candidates)} booleans, got shape {mask.shape}")
+    return mask
+
+
+def argmin(prediction: pd.DataFrame, candidates: pd.DataFrame, valid: Validity = None) -> Argmin:
+    """The first minimum of ``fit`` among valid rows (R's ``which.min``), and the rows tied with it."""
+    mask = _mask(candidates, valid)
+    if not mask.any():
+        raise AnalysisError("candidates: no valid row to minimise over")
+    fit = np.where(mask, prediction["fit"].to_numpy(), np.inf)
+    best = int(np.argmin(fit))
+    finite = fit[np.isfinite(fit)]
+    tol = TIE_TOL * max(float(finite.max() - finite.min()), abs(fit[best]) * np.finfo(float).eps)
+    ties = tuple(int(i) for i in np.flatnonzero(fit <= fit[best] + tol))
+    point = {k: _plain(v) for k, v in candidates.iloc[best].items()}
+    return Argmin(best, _plain(candidates.index[best]), float(fit[best]), float(prediction["predicted"].iloc[best]), ties, point)
+
+
+def predicted_minimum(model: LinearModel, candidates: pd.DataFrame, valid: Validity = None) -> Argmin:
+    """Predict over the candidate set and take the argmin among the valid rows."""
+    return argmin(predict(model, candidates), candidates, valid)
+
+
+@dataclass(frozen=True)
+class Refinement:
+    """Result of the neighbourhood search: the final point, its prediction, and the path length."""
+
+    point: dict
+    fit: float
+    predicted: float
+    steps: int
+    evaluated: int
+
+
+def refine_neighbourhood(
+    model: LinearModel,
+    start: Mapping,
+    levels: Mapping[str, Sequence] | None = None,
+    valid: Callable[[pd.DataFrame], np.ndarray] | None = None,
+    space=None,
+    fixed: Sequence[str] = (),
+    max_steps: int = 100,
+) -> Refinement:
+    """Local search on the level lattice from ``start``: move the model's discrete factors by one
+    level (all together when the box is small, else one at a time) to the best valid neighbour, until
+    none improves. ``space`` may stand in for ``levels``/``valid`` (``space.factor(n).levels``,
+    ``space.valid_mask(df)``); factors in ``fixed`` never move."""
+    if space is not None:
+        levels = levels or {n: list(space.factor(n).levels) for n in space.names}
+        valid = valid or space.valid_mask
+    if levels is None:
+        raise AnalysisError("refinement: give the factor levels (or a space)")
+    movable = [f for f in model.variables_ if f in levels and f not in set(fixed)]
+    current = dict(start)
+    for name in movable:
+        if current.get(name) not in list(levels[name]):
+            raise AnalysisError(f"refinement: start value {current.get(name)!r} is not a level of {name!r}")
+    here = pd.DataFrame([current])
+    best_fit = float(predict(model, here)["fit"].iloc[0])
+    evaluated, steps = 1, 0
+    while steps < max_steps:
+        options = [_neighbour_levels(list(levels[f]), current[f]) for f in movable]
+        rows = _neighbours(current, movable, options)
+        if rows.empty:
+            break
+        rows = rows.loc[_mask(rows, valid)]
+        evaluated += len(rows)
+        if rows.empty:
+            break
+        fits = predict(model, rows)["fit"].to_numpy()
+        i = int(np.argmin(fits))
+        if not fits[i] < best_fit:
+            break
+        best_fit, current, steps = float(fits[i]), {k: _plain(v) for k, v in rows.iloc[i].items()}, steps + 1
+    predicted = float(model.transform_.inverse(np.array([best_fit]))[0])
+    return Refinement(current, best_fit, predicted, steps, evaluated)
+
+
+def _neighbour_levels(levels: list, value) -> list:
+    """The value and its adjacent levels, in level order."""
+    i = levels.index(value)
+    return levels[max(i - 1, 0) : i + 2]
+
+
+def _neighbours(current: dict, movable: list[str], options: list[list]) -> pd.DataFrame:
+    """Every other point of the ±1-level box, or one-factor moves when the box is too large."""
+    size = int(np.prod([len(o) for o in options])) if options else 0
+    if size <= MAX_BOX:
+        combos = [dict(zip(movable, c)) for c in itertools.product(*options)]
+    else:
+        combos = [{f: v} for f, opts in zip(movable, options) for v in opts]
+    rows = [{**current, **c} for c in combos]
+    rows = [r for r in rows if any(r[f] != current[f] for f in movable)]
+    return pd.DataFrame(rows, columns=list(current))
+
+
+def _plain(value):
+    return value.item() if isinstance(value, np.generic) else value

@@ -1,0 +1,103 @@
+"""Diagnostics, effects and effect screening as data, and the plotly figures drawn from that data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+from statsmodels.stats.outliers_influence import OLSInfluence
+
+from engine.analysis import (
+    LinearModel,
+    effect_screening,
+    interaction_effects,
+    main_effects,
+    qq_data,
+    residual_diagnostics,
+)
+from engine.analysis import plots
+from engine.analysis.diagnostics import ppoints
+from tests.analysis_support import r_case
+
+
+@pytest.fixture(scope="module")
+def pb():
+    case = r_case("pb12")
+    data = pd.DataFrame(case["data"])
+    return data, LinearModel(case["formula"]).fit(data)
+
+
+@pytest.fixture(scope="module")
+def unbalanced():
+    case = r_case("unbalanced_cat")
+    data = pd.DataFrame(case["data"])
+    return LinearModel(case["formula"].replace("factor(", "C(")).fit(data)
+
+
+def test_residual_diagnostics_match_statsmodels_influence(unbalanced):
+    diag = residual_diagnostics(unbalanced)
+    influence = OLSInfluence(unbalanced.results_)
+    np.testing.assert_allclose(diag["leverage"], influence.hat_matrix_diag, rtol=1e-10)
+    np.testing.assert_allclose(diag["std_residual"], influence.resid_studentized_internal, rtol=1e-9)
+    np.testing.assert_allclose(diag["cooks_distance"], influence.cooks_distance[0], rtol=1e-9)
+    np.testing.assert_allclose(diag["residual"] + diag["fitted"], unbalanced.y_, rtol=1e-12)
+    assert list(diag["row"]) == list(unbalanced.data_.index)
+
+
+def test_qq_uses_rs_plotting_positions(pb, unbalanced):
+    np.testing.assert_allclose(ppoints(5), (np.arange(1, 6) - 3 / 8) / (5 + 1 - 3 / 4))
+    np.testing.assert_allclose(ppoints(60), (np.arange(1, 61) - 0.5) / 60)
+    qq = qq_data(unbalanced)
+    assert np.all(np.diff(qq["theoretical"]) > 0) and np.all(np.diff(qq["sample"]) >= 0)
+    assert qq["theoretical"].iloc[0] == pytest.approx(-qq["theoretical"].iloc[-1])
+
+
+def test_main_and_interaction_effects_are_observed_means(pb, unbalanced):
+    data, model = pb
+    effects = main_effects(model)
+    assert set(effects["factor"]) == {f"x{i}" for i in range(1, 9)}
+    x3 = effects[effects["factor"] == "x3"].set_index("level")
+    assert x3.loc[1, "mean"] == pytest.approx(data.loc[data["x3"] == 1, "Y"].mean())
+    assert list(x3["n"]) == [6, 6]
+    cells = interaction_effects(unbalanced, "vector_length", "load_overlap")
+    case = r_case("unbalanced_cat")
+    counts = {(c["vector_length"], False): c["n_false"] for c in case["cell_counts"]}
+    counts |= {(c["vector_length"], True): c["n_true"] for c in case["cell_counts"]}
+    assert {(r.level_a, r.level_b): r.n for r in cells.itertuples()} == counts
+
+
+def test_effect_screening_ranks_scaled_estimates(pb):
+    _, model = pb
+    screen = effect_screening(model)
+    assert "(Intercept)" not in set(screen["term"]) and len(screen) == 8
+    # ±1 coding: half the range is 1, so the scaled estimate is the coefficient itself.
+    np.testing.assert_allclose(screen["scaled_estimate"], screen["estimate"])
+    magnitude = screen["scaled_estimate"].abs().to_numpy()
+    assert np.all(np.diff(magnitude) <= 0)
+    assert np.all(np.diff(screen["half_normal_quantile"].to_numpy()) < 0)
+    r_coefs = [c for c in r_case("pb12")["coefficients"] if c["term"] != "(Intercept)"]
+    assert list(screen["term"]) == [c["term"] for c in sorted(r_coefs, key=lambda c: -abs(c["Estimate"]))]
+
+
+def test_figures_are_drawn_from_the_data(pb, unbalanced):
+    data, model = pb
+    diag = residual_diagnostics(model)
+    figures = {
+        "residuals": plots.residuals_figure(diag),
+        "qq": plots.qq_figure(qq_data(model)),
+        "leverage": plots.leverage_figure(diag),
+        "cooks": plots.cooks_figure(diag),
+        "main": plots.main_effects_figure(main_effects(model, ["x1", "x3"])),
+        "interaction": plots.interaction_figure(interaction_effects(model, "x1", "x3")),
+        "half_normal": plots.half_normal_figure(effect_screening(model)),
+    }
+    assert all(isinstance(f, go.Figure) for f in figures.values())
+    np.testing.assert_allclose(figures["residuals"].data[0].y, diag["residual"])
+    assert len(figures["main"].data) == 2 and len(figures["interaction"].data) == 2
+    lap = r_case("laplacian_step1")
+    lap_model = LinearModel(lap["formula"]).fit(pd.DataFrame(lap["data"]))
+    curve = lap_model.boxcox_profile().curve(np.linspace(-2, 2, 41))
+    figure = plots.boxcox_figure(curve, lap_model.power_)
+    assert curve["loglik"].idxmax() == np.argmin(np.abs(curve["lambda"] - lap_model.power_.lambda_))
+    np.testing.assert_allclose(figure.data[0].y, curve["loglik"])

@@ -1,0 +1,40 @@
+from engine.model_terms import TermChoice, default_choice, from_formula, suggest_size, to_formula
+from engine.space import Factor, Space
+
+SPACE = Space([
+    Factor("tile", "ordinal", (1, 2, 4, 8, 16, 32)),
+    Factor("unroll", "integer", (1, 2, 3)),
+    Factor("vec", "boolean", None),
+    Factor("opt", "categorical", ("O2", "O3")),
+    Factor("fixed", "integer", (4,)),
+])
+
+
+def test_default_model_follows_the_dlmt_rules():
+    choice = default_choice(SPACE)
+    assert choice.linear == ["tile", "unroll", "vec", "opt"]  # single-level 'fixed' is left out
+    assert choice.quadratic == ["tile", "unroll"]
+    assert choice.cubic == ["tile"]  # 'unroll' has only 3 levels
+    assert choice.inverse == ["tile"]  # powers of two
+
+
+def test_formula_and_checkboxes_round_trip():
+    choice = TermChoice(linear=["tile", "vec"], quadratic=["tile"], inverse=["tile"],
+                        interactions=[("tile", "unroll")], extra=["log(unroll)"])
+    formula = to_formula(choice, "time")
+    assert formula == "time ~ tile + vec + I(tile^2) + I(1/tile) + tile:unroll + log(unroll)"
+    back = from_formula(formula, SPACE)
+    assert back.linear == ["tile", "vec"] and back.quadratic == ["tile"] and back.inverse == ["tile"]
+    assert back.interactions == [("tile", "unroll")] and back.extra == ["log(unroll)"]
+
+
+def test_empty_choice_is_intercept_only():
+    assert to_formula(TermChoice()) == "~ 1"
+
+
+def test_size_rules():
+    sizes = suggest_size(n_coefficients=12, n_terms=31)
+    assert sizes["2 × coefficients"] == 24
+    assert sizes["round(1.2 × terms) + 1"] == 38  # bicgkernel step 1 in docs/dlmt.md §5.2
+    assert suggest_size(1, 27)["round(1.2 × terms) + 1"] == 33  # gesummv
+    assert suggest_size(1, 44)["round(1.2 × terms) + 1"] == 54  # atax
