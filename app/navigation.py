@@ -13,6 +13,11 @@ PAGES_DIR = Path(__file__).resolve().parent.parent / "pages"
 PAGE_TABLE: list[tuple[str, str, str, str, str]] = [
     ("Set up", "studies.py", "Studies", ":material/folder_open:", "studies"),
     ("Set up", "space.py", "Space", ":material/grid_on:", "space"),
+    ("Experiment", "design.py", "Design", ":material/scatter_plot:", "design"),
+    ("Experiment", "run.py", "Run", ":material/play_circle:", "run"),
+    ("Experiment", "analyze.py", "Analyze", ":material/analytics:", "analyze"),
+    ("Results", "compare.py", "Compare", ":material/compare_arrows:", "compare"),
+    ("Results", "export.py", "Export", ":material/download:", "export"),
 ]
 
 

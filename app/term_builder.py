@@ -1,6 +1,6 @@
 """The model-term builder shared by the Design and Analyze pages.
 
-A table of checkboxes (one row per factor: linear, quadratic, cubic, inverse), a pick-list of
+A grid of checkboxes (one row per factor: linear, quadratic, cubic, inverse), a pick-list of
 pairwise interactions, and the formula text box; editing either side updates the other.
 """
 
@@ -8,19 +8,11 @@ from __future__ import annotations
 
 from itertools import combinations
 
-import pandas as pd
 import streamlit as st
 
 from engine.errors import UserError
 from engine.model_terms import KINDS, TermChoice, default_choice, from_formula, to_formula
 from engine.space import Space
-
-
-def _table(space: Space, choice: TermChoice) -> pd.DataFrame:
-    rows = []
-    for f in space.factors:
-        rows.append({"factor": f.name, **{kind: f.name in getattr(choice, kind) for kind in KINDS}})
-    return pd.DataFrame(rows, columns=["factor", *KINDS])
 
 
 def _pair_label(pair: tuple[str, str]) -> str:
@@ -53,14 +45,22 @@ def term_builder(space: Space, key: str, initial: str | None = None, response: s
 
     choice: TermChoice = st.session_state[state]
     numeric = {f.name for f in space.factors if f.numeric}
-    edited = st.data_editor(
-        _table(space, choice),
-        hide_index=True,
-        width="stretch",
-        disabled=["factor"],
-        key=f"{key}_table_{st.session_state[version]}",
-        column_config={kind: st.column_config.CheckboxColumn(kind) for kind in KINDS},
-    )
+    ticked: dict[str, list[str]] = {kind: [] for kind in KINDS}
+    header = st.columns([2, 1, 1, 1, 1])
+    header[0].markdown("**factor**")
+    for column, kind in zip(header[1:], KINDS):
+        column.markdown(f"**{kind}**")
+    for f in space.factors:
+        row = st.columns([2, 1, 1, 1, 1])
+        row[0].markdown(f"`{f.name}`")
+        for column, kind in zip(row[1:], KINDS):
+            allowed = kind == "linear" or f.name in numeric
+            on = column.checkbox(
+                f"{kind} {f.name}", value=allowed and f.name in getattr(choice, kind), disabled=not allowed,
+                key=f"{key}_{kind}_{f.name}_{st.session_state[version]}", label_visibility="collapsed",
+            )
+            if on:
+                ticked[kind].append(f.name)
     all_pairs = [_pair_label(p) for p in combinations(space.names, 2)]
     picked = st.multiselect(
         "Pairwise interactions",
@@ -69,8 +69,7 @@ def term_builder(space: Space, key: str, initial: str | None = None, response: s
         key=f"{key}_pairs_{st.session_state[version]}",
     )
     updated = TermChoice(
-        **{kind: [r["factor"] for r in edited.to_dict(orient="records") if r[kind] and (kind == "linear" or r["factor"] in numeric)]
-           for kind in KINDS},
+        **ticked,
         interactions=[tuple(p.split(":")) for p in picked],
         extra=list(choice.extra),
     )
@@ -81,8 +80,6 @@ def term_builder(space: Space, key: str, initial: str | None = None, response: s
                   help="R-style: `~ x1 + x3 + I(x8^2) + I(1/x) + x1:x3`. Edit it here or with the checkboxes.")
     if error := st.session_state.get(f"{key}_error"):
         st.error(error)
-    ignored = [r["factor"] for r in edited.to_dict(orient="records")
-               if r["factor"] not in numeric and any(r[k] for k in KINDS[1:])]
-    if ignored:
-        st.caption(f"Quadratic, cubic and inverse terms need numeric factors; ignored for {', '.join(ignored)}.")
+    if len(numeric) < len(space.factors):
+        st.caption("Quadratic, cubic and inverse terms need numeric factors (categorical and boolean ones are linear only).")
     return st.session_state[text_key]

@@ -75,3 +75,54 @@ def test_space_page_validates_constraints_live(app_db):
     assert int(valid.value.replace(",", "")) < int(
         [m for m in at.metric if m.label == "Configurations (factorial)"][0].value.replace(",", ""))
     assert study_id == at.session_state["study"]
+
+
+def _measured_toy(db_path, n=30):
+    """The seeded toy study with ``n`` random configurations measured by its synthetic objective."""
+    from engine.configs import config_keys
+    from engine.synthetic import evaluate
+    from storage.demo import TOY_STUDY, seed_demo_studies
+
+    with Store(db_path) as store:
+        seed_demo_studies(store)
+        study = store.get_study(TOY_STUDY)
+        design = study.spec.space.sample(n, seed=1)
+        design_id = store.save_design(study, design, name="random", kind="random")
+        values = evaluate(study.spec.runner, design, config_keys(study.spec.space, design))
+        for (_, row), value in zip(design.iterrows(), values):
+            store.record_measurement(study, row.to_dict(), float(value), design_id=design_id)
+    return TOY_STUDY
+
+
+def test_analyze_page_fits_explains_and_logs_an_accepted_decision(app_db):
+    name = _measured_toy(app_db)
+    at = page("analyze.py").run()
+    assert not at.exception and not at.error
+    terms = at.dataframe[0].value["term"].tolist()
+    assert terms[:3] == ["x1", "x2", "x3"] and terms[-1] == "Residuals"
+    # untick x2's linear term: the ANOVA table loses its row and the formula follows
+    [c for c in at.checkbox if c.label == "linear x2"][0].uncheck().run()
+    assert "x2" not in at.dataframe[0].value["term"].tolist()
+    assert "x2" not in [t for t in at.text_input if t.label == "Formula"][0].value
+    explanation = " ".join(m.value for m in at.markdown)
+    assert "x5: F =" in explanation and "fix at -1.0" in explanation  # the strongest effect, fixed at its best
+    # untick x5's checkbox: the decision is recorded as an edit
+    at.checkbox(key="fix_x5").uncheck().run()
+    at.button(key="accept_decision").click().run()
+    assert not at.exception
+    with Store(app_db) as store:
+        log = store.decisions(name)
+    assert log["outcome"].tolist() == ["edited"]
+    assert '"x5"' not in log["chosen"].iloc[0] and '"x1"' in log["chosen"].iloc[0]
+    assert '"anova"' in log["evidence"].iloc[0]
+
+
+def test_analyze_page_reports_bad_formulas_in_one_line(app_db):
+    _measured_toy(app_db, n=6)
+    at = page("analyze.py").run()
+    formula = [t for t in at.text_input if t.label == "Formula"][0]
+    formula.input("y ~ x1 + nosuch").run()
+    assert not at.exception
+    assert any("unknown name 'nosuch'" in e.value for e in at.error)
+    formula.input("y ~ x1 + x2 + x3 + x4 + x5 + x6 + x7 + x8 + I(x1^2)").run()
+    assert any("coefficients" in e.value or "rows" in e.value for e in at.error)

@@ -1,7 +1,8 @@
 """``tunelab analyze``: fit a formula on measurements, print ANOVA, coefficients, λ, ncvTest and the predicted minimum.
 
-Measurements come from ``--csv`` today; :func:`load_measurements` is the one place that knows the
-source, so a ``--study`` option only has to add a branch there.
+Measurements come from ``--csv`` or a stored ``--study`` (its successful measurements, the objective
+as the response column); a study is also predicted over its own candidate set unless
+``--predict-over`` names a file.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from engine.errors import UserError
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("analyze", help="fit a linear model: ANOVA, coefficients, Box-Cox, ncvTest, predicted minimum")
-    p.add_argument("--csv", required=True, help="measurements (one row per configuration or per repeat)")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--csv", help="measurements (one row per configuration or per repeat)")
+    source.add_argument("--study", help="a stored study's measurements")
     p.add_argument("--formula", required=True, help='model formula, e.g. "Y ~ x1 + x3 + I(x8^2) + x1:x3"')
     p.add_argument("--transform", default="none", help=f"{' | '.join(TRANSFORMS)} | a number (lambda); default none")
     p.add_argument("--anova-type", type=int, choices=ANOVA_TYPES, default=1, help="1 (sequential, R's aov), 2 or 3 (car)")
@@ -29,15 +32,25 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def load_measurements(args: argparse.Namespace):
-    """The measurements to analyse (the ``--study`` source belongs here too)."""
-    return _read_csv(args.csv, "--csv")
+    """(measurements, default candidates) from ``--csv`` or ``--study``."""
+    if args.csv:
+        return _read_csv(args.csv, "--csv"), None
+    from engine.cli._common import open_store
+    from engine.study_data import analysis_frame, candidate_set
+
+    with open_store(args) as store:
+        study = store.get_study(args.study)
+        data = analysis_frame(study.spec, store.measurements(args.study))
+        table = store.study_table(args.study) if study.spec.runner.get("kind") == "table" else None
+    return data, candidate_set(study.spec, table)
 
 
 def run(args: argparse.Namespace) -> int:
     from engine.analysis import analyze  # statsmodels: import only when the command runs
 
-    data = load_measurements(args)
-    candidates = _read_csv(args.predict_over, "--predict-over") if args.predict_over else None
+    data, candidates = load_measurements(args)
+    if args.predict_over:
+        candidates = _read_csv(args.predict_over, "--predict-over")
     result = analyze(
         data,
         args.formula,

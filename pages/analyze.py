@@ -1,0 +1,190 @@
+"""Analyze: fit a model on measurements, read the ANOVA, and decide which factors to fix."""
+
+import pandas as pd
+import streamlit as st
+
+from app.components import flash, guard, show_flash, study_picker
+from app.state import get_store
+from app.term_builder import term_builder
+from engine.analysis import analyze, coefficient_table, propose_decision
+from engine.analysis import plots
+from engine.analysis.diagnostics import qq_data, residual_diagnostics
+from engine.analysis.effects import effect_screening, interaction_effects, main_effects
+from engine.analysis.options import TRANSFORMS
+from engine.study_data import analysis_frame, candidate_set, initial_formula
+
+store = get_store()
+st.title("Analyze")
+st.caption("Fit a linear model, read which terms matter (ANOVA), and decide which factors to fix and where. "
+           "Every decision is recorded with the table it was based on.")
+show_flash()
+study = study_picker(store)
+if study is None:
+    st.stop()
+spec = study.spec
+
+measurements = store.measurements(study.name)
+designs = store.designs(study.name)
+sources = {"All measurements": None} | {
+    f"Design {d.id}: {d.name} ({d.kind}, {d.rows} rows)": int(d.id) for d in designs.itertuples()}
+source = st.selectbox("Measurements", list(sources), key=f"analyze_source_{study.id}")
+design_id = sources[source]
+if design_id is not None:
+    measurements = measurements[measurements["design_id"] == design_id]
+data = analysis_frame(spec, measurements)
+if len(data) < 2:
+    st.info(f"{len(data)} successful measurement(s) here: measure a design first (Design → Run), "
+            "or pick other measurements.")
+    st.stop()
+
+
+@st.cache_data(show_spinner="Preparing the candidate set…", max_entries=8)
+def _candidates(name: str, runner_kind: str, _version: int) -> pd.DataFrame:
+    table = store.study_table(name) if runner_kind == "table" else None
+    return candidate_set(store.get_study(name).spec, table)
+
+
+candidates = _candidates(study.name, spec.runner.get("kind", ""), study.id)
+initial = designs.set_index("id").loc[design_id, "formula"] if design_id is not None else None
+initial = (f"{spec.objective} ~ {initial.split('~', 1)[-1].strip()}" if isinstance(initial, str) and initial
+           else initial_formula(spec, data))
+
+with st.sidebar:
+    actor = st.text_input("Your name (for the decisions log)", value=st.session_state.get("actor", "analyst"),
+                          key="actor_input")
+    st.session_state["actor"] = actor.strip() or "analyst"
+
+left, right = st.columns([3, 2])
+with left:
+    st.subheader("Model terms")
+    formula = term_builder(spec.space, key=f"analyze_terms_{study.id}_{design_id}", initial=initial,
+                           response=spec.objective)
+with right:
+    st.subheader("Options")
+    transform = st.selectbox("Transform of the response", list(TRANSFORMS), key="analyze_transform",
+                             help="boxcox: λ from car's powerTransform; boxcox-round: car's rounded λ; "
+                                  "auto: Box-Cox only when the ncv test's p < 0.05.")
+    anova_type = st.radio("ANOVA type", [1, 2, 3], horizontal=True, key="analyze_anova_type",
+                          help="I: sequential, as R's summary(aov) — what the DLMT paper uses. II/III: car::Anova.")
+    threshold = st.select_slider("Significance threshold", [0.001, 0.01, 0.05, 0.1], value=0.05,
+                                 key="analyze_threshold")
+
+result = None
+with guard():
+    result = analyze(data, formula, transform=transform, anova_type=anova_type, candidates=candidates)
+if result is None:
+    st.stop()
+
+summary = result.summary
+cols = st.columns(5)
+cols[0].metric("Measurements", summary.n)
+cols[1].metric("R²", f"{summary.r_squared:.3f}")
+cols[2].metric("Adjusted R²", f"{summary.adj_r_squared:.3f}")
+cols[3].metric("Residual df", summary.df_residual)
+cols[4].metric("Transform", summary.transform)
+
+
+def _colour(p: float) -> str:
+    if pd.isna(p):
+        return ""
+    if p < 0.001:
+        return "background-color: #b7e4c7"
+    if p < 0.01:
+        return "background-color: #d8f3dc"
+    if p < 0.05:
+        return "background-color: #eef9f0"
+    if p < 0.1:
+        return "background-color: #fff3bf"
+    return ""
+
+
+st.subheader(f"ANOVA (Type {'I' * anova_type})")
+st.caption("Each row tests one term. Small p (green, with stars) means the term explains the response beyond "
+           "noise; `***` p < 0.001, `**` < 0.01, `*` < 0.05, `.` < 0.1.")
+anova_table = result.anova
+st.dataframe(anova_table.style.map(_colour, subset=["Pr(>F)"]).format(precision=4, na_rep=""), hide_index=True,
+             width="stretch", key="anova_table")
+with st.expander("Coefficients and tests"):
+    st.dataframe(coefficient_table(result.model), hide_index=True, width="stretch")
+    st.write(f"ncvTest (constant variance): χ² = {result.ncv_untransformed.statistic:.4g}, "
+             f"p = {result.ncv_untransformed.p:.4g} — p < 0.05 suggests transforming the response.")
+    if result.power:
+        p = result.power
+        st.write(f"Box-Cox λ = {p.lambda_:.4g} (SE {p.se:.3g}); car's rounded λ = {p.lambda_rounded:g}.")
+    st.write(f"AIC {summary.aic:.5g}, BIC {summary.bic:.5g}, σ = {summary.sigma:.4g}.")
+
+diag_tab, effects_tab = st.tabs(["Diagnostics", "Effects"])
+with diag_tab:
+    diagnostics = residual_diagnostics(result.model)
+    a, b = st.columns(2)
+    a.plotly_chart(plots.residuals_figure(diagnostics), width="stretch")
+    b.plotly_chart(plots.qq_figure(qq_data(result.model)), width="stretch")
+    a.plotly_chart(plots.leverage_figure(diagnostics), width="stretch")
+    b.plotly_chart(plots.cooks_figure(diagnostics), width="stretch")
+with effects_tab:
+    a, b = st.columns(2)
+    a.plotly_chart(plots.main_effects_figure(main_effects(result.model)), width="stretch")
+    b.plotly_chart(plots.half_normal_figure(effect_screening(result.model)), width="stretch")
+    varying = [v for v in result.model.variables_ if data[v].nunique() > 1]
+    if len(varying) >= 2:
+        pair = st.multiselect("Interaction plot of", varying, default=varying[:2], max_selections=2, key="ia_pair")
+        if len(pair) == 2:
+            st.plotly_chart(plots.interaction_figure(interaction_effects(result.model, *pair)), width="stretch")
+
+st.subheader("Decision")
+decision = None
+with guard():
+    decision = propose_decision(result.model, threshold, candidates=candidates, anova_type=anova_type)
+if decision is not None:
+    for line in decision.explanation:
+        st.markdown(f"- {line}")
+    best = decision.evidence["predicted_best"]
+    st.caption(f"Predicted best configuration: {best['point']} (predicted {spec.objective} = {best['predicted']:.4g}).")
+    proposed_fix = decision.proposed["fix"]
+    st.markdown("**Fix these factors** (pre-filled with the proposal; change anything before accepting):")
+    chosen_fix = {}
+    grid = st.columns(3)
+    for i, name in enumerate(result.model.variables_):
+        factor = spec.space.factor(name)
+        box = grid[i % 3]
+        fixed = box.checkbox(f"fix {name}", value=name in proposed_fix, key=f"fix_{name}")
+        level_value = proposed_fix.get(name, best["point"].get(name))
+        levels = list(factor.levels)
+        index = levels.index(level_value) if level_value in levels else 0
+        level = box.selectbox(f"{name} level", levels, index=index, key=f"level_{name}", disabled=not fixed)
+        if fixed:
+            chosen_fix[name] = level
+    next_formula = st.text_input("Model for the next step", decision.proposed["formula"], key="next_formula")
+    accept, reject = st.columns(2)
+    note = st.text_input("Note (optional)", key="decision_note")
+    if accept.button("Accept decision", type="primary", key="accept_decision"):
+        changed = chosen_fix != proposed_fix or next_formula != decision.proposed["formula"]
+        final = (decision.edit(actor, fix=chosen_fix, formula=next_formula, note=note or None) if changed
+                 else decision.accept(actor, note=note or None))
+        record = final.to_record()
+        with guard():
+            store.save_model(study, formula=result.model.formula, transform=summary.transform,
+                             coefficients=coefficient_table(result.model), anova=anova_table,
+                             lam=result.power.lambda_ if result.power else None, summary=summary.to_dict())
+            store.log_decision(study, kind="fix-factors", proposed=record["proposed"], chosen=record["chosen"],
+                               outcome=final.status, actor=actor, explanation="\n".join(final.explanation),
+                               evidence=record["evidence"])
+            flash(f"Decision {final.status}: fixed {', '.join(f'{k} = {v}' for k, v in record['chosen']['fix'].items()) or 'nothing'}.")
+            st.rerun()
+    if reject.button("Reject", key="reject_decision"):
+        final = decision.reject(actor, note=note or None)
+        record = final.to_record()
+        with guard():
+            store.log_decision(study, kind="fix-factors", proposed=record["proposed"], chosen=None,
+                               outcome="rejected", actor=actor, explanation="\n".join(final.explanation),
+                               evidence=record["evidence"])
+            flash("Decision rejected and recorded.")
+            st.rerun()
+
+st.subheader("Decisions log")
+log = store.decisions(study.name)
+if log.empty:
+    st.write("No decisions recorded yet.")
+else:
+    st.dataframe(log[["id", "created_at", "step", "kind", "outcome", "actor", "chosen", "explanation"]],
+                 hide_index=True, width="stretch", key="decisions_log")
