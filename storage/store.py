@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import numpy as np
 import pandas as pd
 
 from engine.configs import config_keys, frame_from_keys
 from engine.errors import UserError
+from engine.jsonable import jsonable
 from engine.study import StudySpec
 from storage.schema import MIGRATIONS
 
@@ -44,27 +44,7 @@ class StudyNotFound(StoreError):
 
 
 def _json(value: Any) -> str:
-    def default(obj):
-        if isinstance(obj, np.generic):
-            return obj.item()
-        if isinstance(obj, (np.ndarray, pd.Series)):
-            return obj.tolist()
-        if isinstance(obj, pd.DataFrame):
-            return obj.to_dict(orient="records")
-        if isinstance(obj, (datetime, pd.Timestamp)):
-            return obj.isoformat()
-        raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
-
-    def clean(obj):
-        if isinstance(obj, float) and not math.isfinite(obj):
-            return None
-        if isinstance(obj, dict):
-            return {str(k): clean(v) for k, v in obj.items()}
-        if isinstance(obj, (list, tuple)):
-            return [clean(v) for v in obj]
-        return obj
-
-    return json.dumps(clean(json.loads(json.dumps(value, default=default))), separators=(",", ":"))
+    return json.dumps(jsonable(value), separators=(",", ":"))
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import pytest
 from engine.configs import config_keys
 from engine.space import Factor, Space
 from engine.study import StudySpec
-from storage import Store, StoreError, StoreLockedError, StudyNotFound
+from storage import Store, StoreError, StudyNotFound
 
 HELPER = Path(__file__).parent / "helpers" / "campaign_writer.py"
 

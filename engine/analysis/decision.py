@@ -21,7 +21,7 @@ from engine.analysis.anova_tables import anova
 from engine.analysis.data import AnalysisError
 from engine.analysis.fit import LinearModel, fit_summary
 from engine.analysis.prediction import Validity, predict, predicted_minimum
-from engine.analysis.records import jsonable
+from engine.jsonable import jsonable
 
 STATUSES = ("proposed", "accepted", "edited", "rejected")
 

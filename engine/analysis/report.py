@@ -17,7 +17,7 @@ from engine.analysis.data import AnalysisError, mean_of_repeats
 from engine.analysis.options import REPEATS
 from engine.analysis.fit import FitSummary, LinearModel, coefficient_table, fit_summary
 from engine.analysis.prediction import Argmin, Validity, argmin, predict
-from engine.analysis.records import jsonable
+from engine.jsonable import jsonable
 from engine.analysis.transform import PowerTransformResult
 from engine.analysis.variance import VarianceTest, ncv_test
 from engine.formula import parse

@@ -1,12 +1,13 @@
-"""Plain JSON values from analysis results (numpy scalars, NaN and tables included).
+"""Plain JSON values from engine results (numpy scalars, NaN, tables and timestamps included).
 
-Decisions are logged and CLI results printed as JSON; both need the same conversion, and NaN must
-become ``null`` (JSON has no NaN) rather than an invalid token.
+Decisions are logged, CLI results printed and stores written as JSON; all need the same conversion,
+and NaN must become ``null`` (JSON has no NaN) rather than an invalid token.
 """
 
 from __future__ import annotations
 
 import math
+from datetime import date, datetime
 from typing import Any
 
 import numpy as np
@@ -17,12 +18,16 @@ def jsonable(value: Any) -> Any:
     """Recursively convert to dict/list/str/int/float/bool/None; non-finite floats become None."""
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, set, frozenset)):
         return [jsonable(v) for v in value]
     if isinstance(value, pd.DataFrame):
         return [jsonable(r) for r in value.to_dict(orient="records")]
-    if isinstance(value, np.ndarray):
+    if isinstance(value, (np.ndarray, pd.Series)):
         return [jsonable(v) for v in value.tolist()]
+    if isinstance(value, (datetime, date, pd.Timestamp)):
+        return value.isoformat()
+    if value is pd.NaT or value is pd.NA:
+        return None
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
