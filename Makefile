@@ -19,11 +19,17 @@ install: $(STAMP)
 run: install
 	$(BIN)/tunelab --db $(DB) serve --port $(PORT)
 
-# Debian packages the tests drive for real: chromium (browser tests).
+# Debian packages the tests drive for real: chromium (browser tests), gcc (C kernel runner),
+# llvm-19's llvm-mc-19/llvm-mca-19 (McaRunner).
 system-test-deps:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  echo "installing Debian chromium for the browser tests"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@missing=""; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v gcc >/dev/null 2>&1 || missing="$$missing gcc"; \
+	command -v llvm-mca-19 >/dev/null 2>&1 && command -v llvm-mc-19 >/dev/null 2>&1 || missing="$$missing llvm-19"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages for the tests:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
 
 test: install system-test-deps
 	$(BIN)/python -m pytest -q

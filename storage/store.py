@@ -100,16 +100,32 @@ class Store:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _sql(self, query: str, params: Iterable | None = None) -> duckdb.DuckDBPyConnection:
+    def _run(self, query: str, params: Iterable | None, fetch: str):
+        """Execute and fetch under the lock: one DuckDB connection must not serve two threads at once."""
         with self._lock:
             try:
-                return self._con.execute(query, list(params) if params is not None else None)
+                cursor = self._con.execute(query, list(params) if params is not None else None)
+                if fetch == "one":
+                    return cursor.fetchone()
+                if fetch == "all":
+                    return cursor.fetchall()
+                if fetch == "df":
+                    return cursor.df()
+                return None
             except duckdb.IOException as exc:
                 raise StoreError(f"database {self.path}: write failed ({str(exc).splitlines()[0]})") from None
 
+    def _exec(self, query: str, params: Iterable | None = None) -> None:
+        self._run(query, params, "none")
+
+    def _one(self, query: str, params: Iterable | None = None):
+        return self._run(query, params, "one")
+
+    def _all(self, query: str, params: Iterable | None = None) -> list:
+        return self._run(query, params, "all")
+
     def _df(self, query: str, params: Iterable | None = None) -> pd.DataFrame:
-        with self._lock:
-            return self._sql(query, params).df()
+        return self._run(query, params, "df")
 
     def _migrate(self) -> None:
         with self._lock:
@@ -132,13 +148,13 @@ class Store:
 
     @property
     def schema_version(self) -> int:
-        return int(self._sql("SELECT max(version) FROM schema_version").fetchone()[0])
+        return int(self._one("SELECT max(version) FROM schema_version")[0])
 
     # -- studies -------------------------------------------------------------------------------------
     def create_study(self, spec: StudySpec, table: pd.DataFrame | None = None) -> StoredStudy:
         """Store a new study; ``table`` (factor columns + value/status/error) makes it a table study."""
         with self._lock:
-            if self._sql("SELECT 1 FROM studies WHERE name = ?", [spec.name]).fetchone():
+            if self._one("SELECT 1 FROM studies WHERE name = ?", [spec.name]):
                 raise StoreError(f"study '{spec.name}' already exists; pick another name or delete it first")
             self._con.execute("BEGIN TRANSACTION")
             try:
@@ -175,9 +191,9 @@ class Store:
             self._con.unregister("_incoming_table")
 
     def get_study(self, name: str) -> StoredStudy:
-        row = self._sql("SELECT id, spec, created_at FROM studies WHERE name = ?", [name]).fetchone()
+        row = self._one("SELECT id, spec, created_at FROM studies WHERE name = ?", [name])
         if row is None:
-            known = [r[0] for r in self._sql("SELECT name FROM studies ORDER BY name").fetchall()]
+            known = [r[0] for r in self._all("SELECT name FROM studies ORDER BY name")]
             hint = f"; known studies: {', '.join(known[:8])}" if known else "; there are no studies yet"
             raise StudyNotFound(f"study '{name}' not found{hint}")
         study_id, spec_text, created = row
@@ -186,7 +202,7 @@ class Store:
         return StoredStudy(study_id, self._specs[study_id], created)
 
     def study_names(self) -> list[str]:
-        return [r[0] for r in self._sql("SELECT name FROM studies ORDER BY created_at, id").fetchall()]
+        return [r[0] for r in self._all("SELECT name FROM studies ORDER BY created_at, id")]
 
     def list_studies(self) -> pd.DataFrame:
         """One row per study with its size and how much of it is measured."""
@@ -231,16 +247,16 @@ class Store:
     def update_study_spec(self, name: str, spec: StudySpec) -> StoredStudy:
         """Replace a study's spec; refused once anything was measured, designed or imported for it."""
         study = self.get_study(name)
-        used = self._sql(
+        used = self._one(
             "SELECT (SELECT count(*) FROM measurements WHERE study_id = $1) + (SELECT count(*) FROM designs"
             " WHERE study_id = $1) + (SELECT count(*) FROM table_rows WHERE study_id = $1)",
             [study.id],
-        ).fetchone()[0]
+        )[0]
         if used:
             raise StoreError(f"study '{name}' already has data; save the edited space as a new study instead")
-        if spec.name != name and self._sql("SELECT 1 FROM studies WHERE name = ?", [spec.name]).fetchone():
+        if spec.name != name and self._one("SELECT 1 FROM studies WHERE name = ?", [spec.name]):
             raise StoreError(f"study '{spec.name}' already exists")
-        self._sql(
+        self._exec(
             "UPDATE studies SET name = ?, description = ?, objective = ?, direction = ?, runner = ?, spec = ? WHERE id = ?",
             [spec.name, spec.description, spec.objective, spec.direction, _json(dict(spec.runner)),
              _json(spec.to_dict()), study.id],
@@ -285,18 +301,18 @@ class Store:
         value = None if value is None or not math.isfinite(float(value)) else float(value)
         with self._lock:
             if repeat is None:
-                repeat = self._sql(
+                repeat = self._one(
                     "SELECT coalesce(max(repeat) + 1, 0) FROM measurements WHERE study_id = ? AND config_key = ?",
                     [study.id, key],
-                ).fetchone()[0]
-            row = self._sql(
+                )[0]
+            row = self._one(
                 "INSERT INTO measurements (study_id, config_key, repeat, value, status, error, host, started_at,"
                 " finished_at, strategy, step, design_id, metadata) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
                 " ON CONFLICT DO NOTHING RETURNING id",
                 [study.id, key, int(repeat), value, status, error, host or socket.gethostname(), started_at,
                  finished_at or datetime.now(timezone.utc).replace(tzinfo=None), strategy, step, design_id,
                  _json(dict(metadata or {}))],
-            ).fetchone()
+            )
         return None if row is None else int(row[0])
 
     def measurements(self, name: str, design_id: int | None = None, step: int | None = None) -> pd.DataFrame:
@@ -315,7 +331,7 @@ class Store:
         return self._expand(study.spec, rows)
 
     def measured_keys(self, study: StoredStudy) -> set[str]:
-        rows = self._sql("SELECT DISTINCT config_key FROM measurements WHERE study_id = ?", [study.id]).fetchall()
+        rows = self._all("SELECT DISTINCT config_key FROM measurements WHERE study_id = ?", [study.id])
         return {r[0] for r in rows}
 
     # -- designs ---------------------------------------------------------------------------------------
@@ -386,7 +402,7 @@ class Store:
             """,
             [study.id, design_id, study.id],
         )
-        if rows.empty and not self._sql("SELECT 1 FROM designs WHERE id = ? AND study_id = ?", [design_id, study.id]).fetchone():
+        if rows.empty and not self._one("SELECT 1 FROM designs WHERE id = ? AND study_id = ?", [design_id, study.id]):
             raise StoreError(f"design {design_id} does not belong to study '{name}'")
         if pending_only:
             rows = rows[~rows["measured"]].reset_index(drop=True)
@@ -395,11 +411,11 @@ class Store:
     # -- models, decisions, exports ----------------------------------------------------------------------
     def save_model(self, study: StoredStudy, *, formula: str, transform: str, coefficients: Any, anova: Any,
                    lam: float | None = None, summary: Mapping | None = None, step: int | None = None) -> int:
-        return int(self._sql(
+        return int(self._one(
             "INSERT INTO models (study_id, step, formula, transform, box_cox_lambda, coefficients, anova, summary)"
             " VALUES (?,?,?,?,?,?,?,?) RETURNING id",
             [study.id, step, formula, transform, lam, _json(coefficients), _json(anova), _json(dict(summary or {}))],
-        ).fetchone()[0])
+        )[0])
 
     def models(self, name: str) -> pd.DataFrame:
         study = self.get_study(name)
@@ -408,22 +424,22 @@ class Store:
     def log_decision(self, study: StoredStudy, *, kind: str, proposed: Any, chosen: Any, outcome: str, actor: str,
                      explanation: str = "", evidence: Any = None, step: int | None = None) -> int:
         """Append to the audit log: what was proposed, what was chosen, by whom, on what evidence."""
-        return int(self._sql(
+        return int(self._one(
             "INSERT INTO decisions (study_id, step, kind, proposed, chosen, outcome, actor, explanation, evidence)"
             " VALUES (?,?,?,?,?,?,?,?,?) RETURNING id",
             [study.id, step, kind, _json(proposed), None if chosen is None else _json(chosen), outcome, actor,
              explanation, _json(evidence if evidence is not None else {})],
-        ).fetchone()[0])
+        )[0])
 
     def decisions(self, name: str) -> pd.DataFrame:
         study = self.get_study(name)
         return self._df("SELECT * FROM decisions WHERE study_id = ? ORDER BY id", [study.id])
 
     def log_export(self, study: StoredStudy, fmt: str, path: str | None, size: int | None) -> int:
-        return int(self._sql(
+        return int(self._one(
             "INSERT INTO exports (study_id, format, path, bytes) VALUES (?,?,?,?) RETURNING id",
             [study.id, fmt, path, size],
-        ).fetchone()[0])
+        )[0])
 
     def exports(self, name: str) -> pd.DataFrame:
         study = self.get_study(name)

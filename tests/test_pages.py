@@ -126,3 +126,27 @@ def test_analyze_page_reports_bad_formulas_in_one_line(app_db):
     assert any("unknown name 'nosuch'" in e.value for e in at.error)
     formula.input("y ~ x1 + x2 + x3 + x4 + x5 + x6 + x7 + x8 + I(x1^2)").run()
     assert any("coefficients" in e.value or "rows" in e.value for e in at.error)
+
+
+def test_run_page_measures_a_pending_design_in_the_background(app_db):
+    import time
+
+    from storage.demo import TOY_STUDY, seed_demo_studies
+
+    with Store(app_db) as store:
+        seed_demo_studies(store)
+        study = store.get_study(TOY_STUDY)
+        store.save_design(study, study.spec.space.sample(10, seed=2), name="random", kind="random")
+    at = page("run.py").run()
+    assert not at.exception
+    at.radio(key="run_executor").set_value("inline").run()
+    at.button(key="run_start").click().run()
+    for _ in range(60):
+        if at.success:
+            break
+        time.sleep(0.5)
+        at.run()
+    assert at.success and "10 results stored" in at.success[0].value
+    with Store(app_db) as store:
+        assert len(store.measurements(TOY_STUDY)) == 10
+        assert store.designs(TOY_STUDY)["pending"].tolist() == [0]

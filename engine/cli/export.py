@@ -1,4 +1,5 @@
-"""``tunelab export study``: a study's spec and measurements as one JSON or CSV file."""
+"""``tunelab export study|best|report``: a study as JSON/CSV, its best configuration in six formats,
+or a self-contained HTML report."""
 
 from __future__ import annotations
 
@@ -20,6 +21,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_json(p)
     p.set_defaults(func=_study)
 
+    p = what.add_parser("best", help="the best measured configuration (json, yaml, csv, C header, env file, T4)")
+    p.add_argument("--study", required=True)
+    p.add_argument("--format", choices=("json", "yaml", "csv", "header", "env", "t4"), default="json")
+    p.add_argument("--out", required=True, help="output file, or an existing folder for a default file name")
+    add_json(p)
+    p.set_defaults(func=_best)
+
+    p = what.add_parser("report", help="a self-contained HTML report of one study")
+    p.add_argument("--study", required=True)
+    p.add_argument("--out", required=True, help="output .html file, or an existing folder")
+    add_json(p)
+    p.set_defaults(func=_report)
+
+
+def _target(out: str, default_name: str) -> tuple[Path, str]:
+    """Folder and plain file name for ``--out`` (an existing folder gets ``default_name``)."""
+    path = Path(out)
+    if path.is_dir():
+        return path, default_name
+    return (path.parent if str(path.parent) else Path(".")), path.name
+
 
 def _study(args) -> int:
     from engine.io.export import study_to_csv, study_to_json, write_export
@@ -27,12 +49,63 @@ def _study(args) -> int:
     out = Path(args.out)
     with open_store(args) as store:
         study = store.get_study(args.name)
-        measurements = store.measurements(args.name)
-        if study.spec.runner.get("kind") == "table" and measurements.empty:
-            measurements = store.study_table(args.name)
+        measurements = _measurements(store, study)
         text = study_to_json(study.spec, measurements) if args.format == "json" else study_to_csv(study.spec, measurements)
         path = write_export(text, out.parent if str(out.parent) else Path("."), out.name)
         store.log_export(study, args.format, str(path), path.stat().st_size)
     emit({"study": args.name, "format": args.format, "path": str(path), "rows": len(measurements)}, args.json,
          f"wrote {len(measurements):,} rows of '{args.name}' to {path}")
+    return 0
+
+
+def _best(args) -> int:
+    from engine.io.best import best_filename, best_measured, export_best
+    from engine.io.export import write_export
+
+    with open_store(args) as store:
+        study = store.get_study(args.study)
+        best = best_measured(study.spec, _measurements(store, study))
+        folder, name = _target(args.out, best_filename(best, args.format))
+        path = write_export(export_best(best, args.format), folder, name)
+        store.log_export(study, f"best-{args.format}", str(path), path.stat().st_size)
+    emit({"study": args.study, "format": args.format, "path": str(path), **best.to_dict()}, args.json,
+         f"best of '{args.study}': {best.objective} = {best.value:.6g} at {best.config}; wrote {path}")
+    return 0
+
+
+def _measurements(store, study):
+    """Stored measurements, or the imported table of a table study that was never replayed."""
+    frame = store.measurements(study.name)
+    if study.spec.runner.get("kind") == "table" and frame.empty:
+        frame = store.study_table(study.name)
+    return frame
+
+
+def _report(args) -> int:
+    import json
+
+    import pandas as pd
+
+    from engine.errors import UserError
+    from engine.io.best import best_measured
+    from engine.io.export import safe_filename, write_export
+    from engine.report import study_report
+
+    with open_store(args) as store:
+        study = store.get_study(args.study)
+        measurements = _measurements(store, study)
+        try:
+            best = best_measured(study.spec, measurements)
+        except UserError:
+            best = None
+        anova = {f"model {row.id}: {row.formula}" + ("" if pd.isna(row.step) else f" (step {int(row.step)})"):
+                 pd.DataFrame(json.loads(row.anova))
+                 for row in store.models(args.study).itertuples() if row.anova and row.anova != "null"}
+        html = study_report(study.spec, measurements, designs=store.designs(args.study), anova=anova or None,
+                            decisions=store.decisions(args.study), best=best)
+        folder, name = _target(args.out, safe_filename(f"{study.name}-report.html"))
+        path = write_export(html, folder, name)
+        store.log_export(study, "report-html", str(path), path.stat().st_size)
+    emit({"study": args.study, "format": "html", "path": str(path), "bytes": path.stat().st_size}, args.json,
+         f"wrote the report of '{args.study}' to {path}")
     return 0

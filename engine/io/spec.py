@@ -223,14 +223,14 @@ def _toml(data: Mapping) -> str:
 _TOY_LEVELS = "[-1.0, -0.8, -0.6, -0.4, -0.2, 0.0, 0.2, 0.4, 0.6, 0.8, 1.0]"
 
 TEMPLATES: dict[str, str] = {
-    "Paper toy problem (8 factors)": f"""\
+    "Paper toy problem (8 factors)": """\
 # The tutorial problem of the DLMT paper (dlmt.md section 3): eight factors on 11 levels each,
 # y = -1.5 x1 + 1.3 x3 + 3.1 x5 - 1.4 x7 + 1.35 x8^2 + 1.6 x1 x3 + noise; x2, x4, x6 are inert.
 name: Paper toy problem
 description: DLMT paper toy function, 8 factors on 11 levels
 objective: y
 direction: minimize
-runner: {{kind: synthetic, name: toy}}
+runner: {kind: synthetic, name: toy}
 factors:
 """
     + "".join(f"  - {{name: x{i}, kind: ordinal, levels: {_TOY_LEVELS}}}\n" for i in range(1, 9))

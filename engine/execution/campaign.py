@@ -1,0 +1,193 @@
+"""A campaign measures a list of configurations through an executor and hands each result to a
+callback as it arrives; the callback is where the caller (CLI, page, tuner) commits to the store.
+
+    campaign = Campaign(runner, executor, repeats=3, space=spec.space)
+    campaign.run(configs, on_result, on_progress=..., done=stored_repeats(space, store.measurements(name)))
+
+* **Streaming**: results are delivered in the calling thread the moment a task finishes, so the
+  one process that owns the DuckDB file commits them one by one; a crash loses at most the tasks
+  in flight.
+* **Resume**: ``done`` maps configuration keys to the repeats already stored; a configuration is
+  skipped when complete, or continues at the next repeat number, so nothing stored is re-measured.
+* **Cancel**: :meth:`Campaign.cancel` (from any thread) stops submitting, cancels queued tasks and
+  delivers the results of those already running.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from engine.configs import config_keys
+from engine.execution.executors import Executor, InlineExecutor
+from engine.execution.worker import Task
+from engine.runners.base import MeasureResult, Runner
+from engine.space import Space
+
+#: Seconds between checks for cancellation while waiting for a result.
+POLL_S = 0.1
+#: Repeats recorded for a configuration whose stored rows include a failure: it is complete.
+COMPLETE = 1 << 30
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a campaign stands (passed to ``on_progress`` after each configuration, and returned)."""
+
+    total: int
+    completed: int = 0
+    skipped: int = 0
+    results: int = 0
+    ok: int = 0
+    not_ok: int = 0
+    elapsed_s: float = 0.0
+    cancelled: bool = False
+    last_config: dict | None = field(default=None, compare=False)
+
+    @property
+    def fraction(self) -> float:
+        return self.completed / self.total if self.total else 1.0
+
+    @property
+    def finished(self) -> bool:
+        return self.completed == self.total
+
+    def to_dict(self) -> dict:
+        return {"total": self.total, "completed": self.completed, "skipped": self.skipped, "results": self.results,
+                "ok": self.ok, "not_ok": self.not_ok, "elapsed_s": round(self.elapsed_s, 3), "cancelled": self.cancelled}
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def as_configs(configs: pd.DataFrame | Iterable[Mapping[str, Any]], names: list[str] | None = None) -> list[dict]:
+    """Configurations as plain dicts (numpy scalars made Python), restricted to ``names`` if given."""
+    if isinstance(configs, pd.DataFrame):
+        rows = configs.to_dict(orient="records")
+    else:
+        rows = [dict(c) for c in configs]
+    if names is not None:
+        rows = [{n: row[n] for n in names} for row in rows]
+    return [{k: _plain(v) for k, v in row.items()} for row in rows]
+
+
+def stored_repeats(space: Space, measurements: pd.DataFrame) -> dict[str, int]:
+    """Config key -> repeats already stored (from ``Store.measurements``). A configuration with a
+    non-ok row counts as complete: its failure is its result, so it is not re-measured."""
+    if measurements is None or measurements.empty:
+        return {}
+    keys = pd.Series(config_keys(space, measurements), index=measurements.index)
+    counts = keys.value_counts().to_dict()
+    if "status" in measurements:
+        for key in keys[measurements["status"] != "ok"].unique():
+            counts[key] = COMPLETE
+    return {str(k): int(v) for k, v in counts.items()}
+
+
+class Campaign:
+    """Measure configurations with ``runner`` through ``executor`` (default: in this process)."""
+
+    def __init__(self, runner: Runner, executor: Executor | None = None, *, repeats: int | None = None,
+                 space: Space | None = None) -> None:
+        self.runner = runner
+        self.executor = executor or InlineExecutor()
+        self.repeats = runner.repeats if repeats is None else int(repeats)
+        if self.repeats < 1:
+            raise ValueError(f"repeats {self.repeats} must be >= 1")
+        self.space = space
+        self._cancel = threading.Event()
+
+    def cancel(self) -> None:
+        """Stop the running campaign soon (thread-safe); results already measuring still arrive."""
+        self._cancel.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def plan(self, configs: pd.DataFrame | Iterable[Mapping[str, Any]],
+             done: Mapping[str, int] | None = None) -> tuple[list[Task], int]:
+        """The tasks still to run and how many configurations are already complete (with a space,
+        a configuration listed twice is measured once)."""
+        rows = as_configs(configs, self.space.names if self.space is not None else None)
+        wanted = self.repeats if self.runner.max_repeats is None else min(self.repeats, self.runner.max_repeats)
+        if self.space is None:
+            if done:
+                raise ValueError("Campaign: resuming with 'done' needs the study's space to key configurations")
+            return [Task(i, row, wanted, 0) for i, row in enumerate(rows)], 0
+        done = done or {}
+        keys = config_keys(self.space, pd.DataFrame(rows, columns=self.space.names)) if rows else []
+        tasks, skipped, seen = [], 0, set()
+        for i, (row, key) in enumerate(zip(rows, keys)):
+            if key in seen:  # a design may list a configuration twice: measure it once
+                continue
+            seen.add(key)
+            have = int(done.get(key, 0))
+            if have >= wanted:
+                skipped += 1
+            else:
+                tasks.append(Task(i, row, wanted - have, have))
+        return tasks, skipped
+
+    def run(
+        self,
+        configs: pd.DataFrame | Iterable[Mapping[str, Any]],
+        on_result: Callable[[dict, MeasureResult], None],
+        *,
+        on_progress: Callable[[Progress], None] | None = None,
+        done: Mapping[str, int] | None = None,
+    ) -> Progress:
+        """Measure every configuration not already ``done``; returns the final :class:`Progress`.
+
+        ``on_result(config, result)`` runs in this thread for every result as it arrives; if it
+        raises, queued tasks are cancelled and the exception propagates.
+        """
+        self._cancel.clear()
+        tasks, skipped = self.plan(configs, done)
+        progress = Progress(total=len(tasks) + skipped, completed=skipped, skipped=skipped)
+        started = time.perf_counter()
+        if on_progress is not None:
+            on_progress(progress)
+        if not tasks:
+            return progress
+        self.executor.bind(self.runner)
+        window = self.executor.slots() + 1  # one queued behind the running ones keeps workers busy
+        pending = iter(tasks)
+        in_flight: dict[Any, Task] = {}
+        exhausted = False
+        try:
+            while True:
+                while not self.cancelled and not exhausted and len(in_flight) < window:
+                    task = next(pending, None)
+                    if task is None:
+                        exhausted = True
+                    else:
+                        in_flight[self.executor.submit(task)] = task
+                if self.cancelled:
+                    for handle in list(in_flight):
+                        if self.executor.cancel(handle):
+                            del in_flight[handle]
+                if not in_flight:
+                    break
+                for handle in self.executor.wait_any(list(in_flight), POLL_S):
+                    task = in_flight.pop(handle)
+                    results = self.executor.result(handle, task)
+                    for result in results:
+                        on_result(task.config, result)
+                    good = sum(r.ok for r in results)
+                    progress = replace(progress, completed=progress.completed + 1, results=progress.results + len(results),
+                                       ok=progress.ok + good, not_ok=progress.not_ok + len(results) - good,
+                                       elapsed_s=time.perf_counter() - started, last_config=task.config)
+                    if on_progress is not None:
+                        on_progress(progress)
+        finally:
+            for handle in in_flight:
+                self.executor.cancel(handle)
+        return replace(progress, elapsed_s=time.perf_counter() - started, cancelled=self.cancelled)

@@ -1,0 +1,197 @@
+"""Executors run measurement tasks somewhere and report them as they finish.
+
+* :class:`InlineExecutor` — in the calling process, one at a time (tables, synthetic objectives,
+  anything whose measurement is cheaper than shipping it to another process).
+* :class:`LocalExecutor` — a process pool on this machine (``workers`` processes).
+* :class:`TimingExecutor` — one worker process pinned to one core, measurements strictly one after
+  another: for timing-sensitive kernels, so two measurements never share the machine.
+* :class:`~engine.execution.dask_executor.DaskExecutor` — a Dask distributed cluster.
+
+All share one small interface the :class:`~engine.execution.campaign.Campaign` drives: ``bind`` a
+runner (shipped to the workers once), ``submit`` tasks, ``wait_any`` for finished ones, ``result``
+(never raises: a lost worker is a 'failed' result) and ``cancel`` (tasks not yet started).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Self
+
+from engine.errors import UserError
+from engine.execution.worker import Task, failed, install, measure, measure_installed
+from engine.runners.base import MeasureResult, Runner
+
+EXECUTORS = ("inline", "local", "timing", "dask")
+
+
+class Executor(ABC):
+    """Where measurements run. Use as a context manager, or call :meth:`close`."""
+
+    name: str = ""
+
+    @abstractmethod
+    def bind(self, runner: Runner) -> None:
+        """Make ``runner`` the one that measures submitted tasks (shipped to workers once)."""
+
+    @abstractmethod
+    def slots(self) -> int:
+        """How many tasks can run at once."""
+
+    @abstractmethod
+    def submit(self, task: Task) -> Any: ...
+
+    @abstractmethod
+    def wait_any(self, handles: Sequence[Any], timeout: float) -> list[Any]:
+        """Handles (of ``handles``) that finished, waiting at most ``timeout`` seconds for the first."""
+
+    @abstractmethod
+    def result(self, handle: Any, task: Task) -> list[MeasureResult]: ...
+
+    @abstractmethod
+    def cancel(self, handle: Any) -> bool:
+        """Cancel a task that has not started; False when it is already running or done."""
+
+    def close(self) -> None:
+        """Release workers (idempotent)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class _FuturesExecutor(Executor):
+    """Executors built on :mod:`concurrent.futures`."""
+
+    def wait_any(self, handles: Sequence[Future], timeout: float) -> list[Future]:
+        done, _ = wait(handles, timeout=timeout, return_when=FIRST_COMPLETED)
+        return [h for h in handles if h in done]
+
+    def result(self, handle: Future, task: Task) -> list[MeasureResult]:
+        try:
+            return handle.result()
+        except BrokenProcessPool:
+            self._broken()
+            return failed(task, "the worker process died during this measurement (crash or out of memory)")
+        except Exception as exc:  # noqa: BLE001 - whatever went wrong, the configuration gets a result
+            return failed(task, f"{type(exc).__name__}: {exc}")
+
+    def cancel(self, handle: Future) -> bool:
+        return handle.cancel()
+
+    def _broken(self) -> None:
+        """A worker died: the next submit starts a fresh pool."""
+
+
+class InlineExecutor(_FuturesExecutor):
+    """Measures in the calling process at submit time (the returned future is already done)."""
+
+    name = "inline"
+
+    def __init__(self) -> None:
+        self._runner: Runner | None = None
+
+    def bind(self, runner: Runner) -> None:
+        self._runner = runner
+
+    def slots(self) -> int:
+        return 1
+
+    def submit(self, task: Task) -> Future:
+        if self._runner is None:
+            raise RuntimeError("InlineExecutor.submit before bind")
+        future: Future = Future()
+        future.set_result(measure(self._runner, task))
+        return future
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """forkserver where available: workers start clean, not as copies of a threaded parent (a
+    Streamlit server, a DuckDB connection) that fork() could leave with a held lock."""
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+class LocalExecutor(_FuturesExecutor):
+    """A pool of worker processes on this machine; the runner is installed once per worker."""
+
+    name = "local"
+
+    def __init__(self, workers: int | None = None) -> None:
+        if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+            raise UserError(f"workers {workers!r} must be a positive integer")
+        self.workers = workers or max(1, len(os.sched_getaffinity(0)))
+        self._runner: Runner | None = None
+        self._pool: ProcessPoolExecutor | None = None
+
+    def _initargs(self, runner: Runner) -> tuple:
+        return (runner,)
+
+    def _start(self) -> None:
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=_context(), initializer=install,
+                                         initargs=self._initargs(self._runner))
+
+    def bind(self, runner: Runner) -> None:
+        if runner is self._runner and self._pool is not None:
+            return
+        self.close()
+        self._runner = runner
+
+    def slots(self) -> int:
+        return self.workers
+
+    def submit(self, task: Task) -> Future:
+        if self._runner is None:
+            raise RuntimeError(f"{type(self).__name__}.submit before bind")
+        if self._pool is None:
+            self._start()
+        return self._pool.submit(measure_installed, task)
+
+    def _broken(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+class TimingExecutor(LocalExecutor):
+    """One worker pinned to one core, one measurement at a time (child processes inherit the pin,
+    so an OpenMP kernel measured here runs all its threads on that core)."""
+
+    name = "timing"
+
+    def __init__(self, core: int | None = None) -> None:
+        super().__init__(workers=1)
+        allowed = sorted(os.sched_getaffinity(0))
+        if core is not None and core not in allowed:
+            raise UserError(f"core {core} is not one this process may use ({allowed})")
+        # the last core: core 0 usually takes more interrupts and housekeeping
+        self.core = allowed[-1] if core is None else core
+
+    def _initargs(self, runner: Runner) -> tuple:
+        return (runner, self.core)
+
+
+def executor_from_name(name: str, *, workers: int | None = None, scheduler: str | None = None) -> Executor:
+    """The executor a CLI flag or a page's choice names."""
+    if name == "inline":
+        return InlineExecutor()
+    if name == "local":
+        return LocalExecutor(workers)
+    if name == "timing":
+        return TimingExecutor()
+    if name == "dask":
+        from engine.execution.dask_executor import DaskExecutor
+
+        return DaskExecutor(scheduler=scheduler, workers=workers)
+    raise UserError(f"executor {name!r} is not one of {', '.join(EXECUTORS)}")

@@ -1,0 +1,26 @@
+"""The usual ``on_result`` callback: commit each result to the store the moment it arrives."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from engine.runners.base import MeasureResult
+
+
+def store_recorder(store: Any, study: Any, *, design_id: int | None = None, strategy: str | None = None,
+                   step: int | None = None,
+                   echo: Callable[[dict, MeasureResult], None] | None = None) -> Callable[[dict, MeasureResult], None]:
+    """A callback for :meth:`Campaign.run` that calls ``store.record_measurement`` (one transaction
+    per result) with the result's provenance, then ``echo(config, result)`` if given."""
+
+    def on_result(config: dict, result: MeasureResult) -> None:
+        store.record_measurement(
+            study, config, result.value, result.status, error=result.error, repeat=result.repeat, host=result.host,
+            started_at=result.started_at, finished_at=result.finished_at, strategy=strategy, step=step,
+            design_id=design_id, metadata=result.metadata,
+        )
+        if echo is not None:
+            echo(config, result)
+
+    return on_result

@@ -1,0 +1,179 @@
+"""The runner interface: measure one configuration, get one :class:`MeasureResult` per repeat run.
+
+A runner is a small picklable object built from the study spec's ``runner`` mapping (see
+:func:`engine.runners.runner_from_spec`), so executors can ship it to worker processes or Dask
+workers once and call :meth:`Runner.measure` there. ``measure`` never raises for a measurement that
+went wrong: a compile error, a non-zero exit, a timeout or a wrong answer is a *result* (status
+``failed``/``timeout``/``invalid`` with the error text), because a campaign must record it and go on.
+
+Repeats: a failure ends a configuration's repeats, so a result list holds the repeats that ran, the
+failing one last; results are numbered from ``start`` so a resumed campaign continues the numbering.
+"""
+
+from __future__ import annotations
+
+import math
+import socket
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from engine.errors import UserError
+
+STATUSES = ("ok", "failed", "timeout", "invalid")
+#: Options every runner takes besides its own.
+COMMON_OPTIONS = ("repeats", "warmup", "timeout", "check")
+
+
+def utc_now() -> datetime:
+    """A naive UTC timestamp (what the store keeps)."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+@dataclass(frozen=True)
+class MeasureResult:
+    """One repeat of one configuration: the value (None unless ok), its status and provenance."""
+
+    value: float | None
+    status: str = "ok"
+    error: str | None = None
+    repeat: int = 0
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    host: str = field(default_factory=socket.gethostname)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"measurement status {self.status!r} is not one of {', '.join(STATUSES)}")
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_dict(self) -> dict:
+        return {
+            "value": self.value, "status": self.status, "error": self.error, "repeat": self.repeat,
+            "host": self.host, "metadata": dict(self.metadata),
+            "started_at": self.started_at.isoformat() if self.started_at else None,
+            "finished_at": self.finished_at.isoformat() if self.finished_at else None,
+        }
+
+
+class MeasureError(Exception):
+    """Raised inside a runner to end the current configuration with a status and an error text."""
+
+    def __init__(self, status: str, error: str) -> None:
+        super().__init__(error)
+        self.status = status
+        self.error = error
+
+
+@dataclass
+class Trial:
+    """What a runner's :meth:`Runner._run` produced: values of the repeats that ran, shared metadata,
+    and the failure that stopped it (if any)."""
+
+    values: list[float] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    failure: MeasureError | None = None
+    #: Per-repeat metadata (e.g. a speed-up), aligned with ``values`` where given.
+    per_repeat: list[dict[str, Any]] | None = None
+
+
+def check_int(options: Mapping, name: str, default: int, low: int, what: str) -> int:
+    value = options.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise UserError(f"runner '{what}': {name} {value!r} must be an integer >= {low}")
+    return value
+
+
+def check_positive(options: Mapping, name: str, default: float | None, what: str) -> float | None:
+    value = options.get(name, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or not math.isfinite(value):
+        raise UserError(f"runner '{what}': {name} {value!r} must be a positive number of seconds")
+    return float(value)
+
+
+def check_options(options: Mapping, allowed: tuple[str, ...], what: str) -> None:
+    """Refuse unknown keys in a runner mapping: a typo must not silently fall back to a default."""
+    known = set(allowed) | set(COMMON_OPTIONS) | {"kind"}
+    for key in options:
+        if key not in known:
+            raise UserError(f"runner '{what}': unknown option '{key}' (known: {', '.join(sorted(known - {'kind'}))})")
+
+
+class Runner(ABC):
+    """Measures configurations. Subclasses implement :meth:`_run`; :meth:`measure` wraps it."""
+
+    kind: ClassVar[str] = ""
+    #: Whether a measurement occupies a GPU (the Dask executor then runs one at a time per GPU).
+    uses_gpu: bool = False
+    #: Most repeats a configuration can have (a table holds one value per configuration).
+    max_repeats: int | None = None
+
+    def __init__(self, *, repeats: int = 1, warmup: int = 0, timeout: float | None = 60.0, check: Any = True) -> None:
+        self.repeats = check_int({"repeats": repeats}, "repeats", 1, 1, self.kind)
+        self.warmup = check_int({"warmup": warmup}, "warmup", 0, 0, self.kind)
+        self.timeout = check_positive({"timeout": timeout}, "timeout", 60.0, self.kind)
+        self.check = check
+
+    @classmethod
+    def common(cls, options: Mapping) -> dict:
+        """The common options of a runner mapping, validated."""
+        return {
+            "repeats": check_int(options, "repeats", 1, 1, cls.kind),
+            "warmup": check_int(options, "warmup", 0, 0, cls.kind),
+            "timeout": check_positive(options, "timeout", 60.0, cls.kind),
+            "check": options.get("check", True),
+        }
+
+    def measure(self, config: Mapping[str, Any], repeats: int | None = None, start: int = 0) -> list[MeasureResult]:
+        """Measure ``config``: warm-up runs, then ``repeats`` timed runs, numbered from ``start``."""
+        n = self.repeats if repeats is None else int(repeats)
+        if self.max_repeats is not None:
+            n = min(n, max(self.max_repeats - start, 0))
+        if n <= 0:
+            return []
+        started = utc_now()
+        try:
+            trial = self._run(dict(config), n, start)
+        except MeasureError as exc:
+            trial = Trial(failure=exc)
+        except Exception as exc:  # noqa: BLE001 - a runner bug or a library error is still a recorded result
+            trial = Trial(failure=MeasureError("failed", f"{type(exc).__name__}: {exc}"))
+        finished = utc_now()
+        results = []
+        for i, value in enumerate(trial.values[:n]):
+            extra = trial.per_repeat[i] if trial.per_repeat and i < len(trial.per_repeat) else {}
+            results.append(MeasureResult(float(value), "ok", None, start + i, {**trial.metadata, **extra},
+                                         started_at=started, finished_at=finished))
+        if trial.failure is not None and len(results) < n:
+            results.append(MeasureResult(None, trial.failure.status, trial.failure.error, start + len(results),
+                                         dict(trial.metadata), started_at=started, finished_at=finished))
+        return results
+
+    @abstractmethod
+    def _run(self, config: dict[str, Any], repeats: int, start: int) -> Trial:
+        """Run warm-ups and ``repeats`` repeats of ``config``; raise :class:`MeasureError` to fail it."""
+
+    def repeat_calls(self, once: Callable[[], float], repeats: int, metadata: dict | None = None) -> Trial:
+        """For runners that measure one repeat per call: warm-ups (discarded), then the repeats;
+        a :class:`MeasureError` keeps the values measured so far."""
+        trial = Trial(metadata=dict(metadata or {}))
+        try:
+            for _ in range(self.warmup):
+                once()
+            for _ in range(repeats):
+                trial.values.append(float(once()))
+        except MeasureError as exc:
+            trial.failure = exc
+        return trial
+
+    def describe(self) -> dict:
+        """A short JSON-ready description (for logs and CLI output)."""
+        return {"kind": self.kind, "repeats": self.repeats, "warmup": self.warmup, "timeout": self.timeout}

@@ -1,0 +1,135 @@
+"""Run: measure a design's pending configurations, with live progress, results as they arrive, and cancel."""
+
+import pandas as pd
+import plotly.express as px
+import streamlit as st
+
+from app.components import guard, show_flash, study_picker
+from app.jobs import Job, get_job, start_job
+from app.state import get_store
+from engine.execution import Campaign, executor_from_name, store_recorder, stored_repeats
+from engine.runners import runner_from_spec
+
+EXECUTORS = {
+    "local": "Process pool (parallel, this machine)",
+    "timing": "Timing mode (one pinned worker, serial: for timing-sensitive kernels)",
+    "inline": "In the dashboard process (simplest)",
+    "dask": "Dask cluster",
+}
+
+store = get_store()
+st.title("Run")
+st.caption("Measure the configurations a design asked for. Each result is stored the moment it arrives: "
+           "cancelling, or a crash, loses nothing already measured, and running again resumes.")
+show_flash()
+study = study_picker(store)
+if study is None:
+    st.stop()
+spec = study.spec
+
+designs = store.designs(study.name)
+if designs.empty:
+    st.info("This study has no design yet: build one on the **Design** page.")
+    st.stop()
+labels = {int(d.id): f"Design {d.id}: {d.name} ({d.kind}) — {d.rows} rows, {d.pending} pending"
+          for d in designs.itertuples()}
+pending_ids = [i for i, d in zip(designs["id"], designs["pending"]) if d > 0]
+default = int(max(pending_ids)) if pending_ids else int(designs["id"].max())
+design_id = st.selectbox("Design", list(labels), index=list(labels).index(default), format_func=labels.get,
+                         key=f"run_design_{study.id}")
+job_key = f"run:{study.id}:{design_id}"
+
+left, right = st.columns(2)
+executor_name = left.radio("Executor", list(EXECUTORS), format_func=EXECUTORS.get, key="run_executor")
+scheduler = left.text_input("Dask scheduler", placeholder="tcp://127.0.0.1:8786 (empty: a local cluster)",
+                            key="run_scheduler") if executor_name == "dask" else None
+repeats = right.number_input("Repeats per configuration", min_value=1, max_value=100,
+                             value=int(spec.runner.get("repeats", 1)), key="run_repeats")
+right.caption(f"Runner: `{spec.runner.get('kind')}`. Repeats already stored count: a configuration "
+              "measured 3 times and asked for 5 gets 2 more.")
+
+
+def campaign_work(job: Job, executor: str, scheduler: str | None, repeats: int) -> object:
+    table = store.study_table(study.name) if spec.runner.get("kind") == "table" else None
+    runner = runner_from_spec(spec.runner, space=spec.space, table=table)
+
+    def echo(config: dict, result) -> None:
+        job.rows.append({**config, "repeat": result.repeat, "value": result.value, "status": result.status,
+                         "error": result.error})
+
+    configs = store.design_rows(study.name, design_id)[spec.space.names]
+    with executor_from_name(executor, scheduler=scheduler or None) as pool:  # workers end with the campaign
+        campaign = Campaign(runner, pool, repeats=repeats, space=spec.space)
+        job.cancel_hook = campaign.cancel
+        return campaign.run(
+            configs,
+            store_recorder(store, study, design_id=design_id, strategy="design", echo=echo),
+            on_progress=lambda progress: setattr(job, "progress", progress),
+            done=stored_repeats(spec.space, store.measurements(study.name)),
+        )
+
+
+job = get_job(job_key)
+if job is None or not job.running:
+    if st.button("Start measuring", type="primary", key="run_start"):
+        with guard():
+            start_job(job_key, labels[design_id],
+                      lambda j: campaign_work(j, executor_name, scheduler, int(repeats)))
+            st.rerun()
+
+
+def show(job: Job) -> None:
+    progress = job.progress
+    if progress is not None and progress.total:
+        eta = job.eta_seconds(progress.fraction) if job.running else None
+        text = f"{progress.completed}/{progress.total} configurations"
+        if progress.skipped:
+            text += f" ({progress.skipped} already measured)"
+        if eta is not None:
+            text += f" — about {eta:.0f} s left"
+        st.progress(progress.fraction, text=text)
+    if job.running:
+        if st.button("Cancel", key="run_cancel"):
+            job.cancel()
+            st.warning("Cancelling: measurements already running will still be stored.")
+    elif job.error:
+        st.error(job.error)
+    elif progress is not None:
+        state = "Cancelled" if progress.cancelled else "Done"
+        st.success(f"{state}: {progress.results} results stored ({progress.ok} ok, {progress.not_ok} failed) "
+                   f"in {progress.elapsed_s:.1f} s.")
+    if job.rows:
+        rows = pd.DataFrame(job.rows)
+        failed = rows[rows["status"] != "ok"]
+        if len(failed):
+            st.error(f"{len(failed)} failed measurement(s); first error: {failed['error'].iloc[0]}")
+        a, b = st.columns([3, 2])
+        a.dataframe(rows.iloc[::-1], hide_index=True, width="stretch", height=320, key="run_results")
+        ok = rows[rows["status"] == "ok"].reset_index(drop=True)
+        if len(ok):
+            figure = px.scatter(ok, x=ok.index + 1, y="value", labels={"x": "measurement", "value": spec.objective},
+                                title="Results as they arrive")
+            b.plotly_chart(figure, width="stretch", key="run_plot")
+
+
+@st.fragment(run_every=1.0)
+def live() -> None:
+    current = get_job(job_key)
+    if current is None:
+        return
+    show(current)
+    if not current.running and st.session_state.get("_run_was_running"):
+        st.session_state["_run_was_running"] = False
+        st.rerun()  # refresh the whole page (design table, start button) once the job ends
+    st.session_state["_run_was_running"] = current.running
+
+
+if job is not None:
+    if job.running:
+        live()
+    else:
+        show(job)
+
+st.subheader("Design rows")
+rows = store.design_rows(study.name, design_id)
+st.dataframe(rows, hide_index=True, width="stretch", key="run_design_rows")

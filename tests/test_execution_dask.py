@@ -1,0 +1,88 @@
+"""The Dask executor on a real LocalCluster (worker processes): same results as inline, the
+scheduler address path, real C kernels on workers, one GPU measurement at a time per worker."""
+
+import shutil
+from itertools import pairwise
+
+import pytest
+
+from engine.execution import Campaign, InlineExecutor
+from engine.runners import runner_from_spec
+from engine.space import Factor, Space
+
+distributed = pytest.importorskip("distributed")
+
+from engine.execution.dask_executor import DaskExecutor
+
+FUNCS = "tests.helpers.measure_funcs"
+SPACE = Space([Factor(f"x{i}", "ordinal", (-1, 0, 1)) for i in range(1, 9)])
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """Two worker processes with two threads each; each worker declares one GPU."""
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None,
+                                  resources={"GPU": 1}) as local:
+        yield local
+
+
+def run(runner, executor, configs):
+    got = []
+    progress = Campaign(runner, executor).run(configs, lambda c, r: got.append((dict(c), r)))
+    return got, progress
+
+
+def test_dask_results_equal_inline_ones_through_the_scheduler_address(cluster):
+    runner = runner_from_spec({"kind": "synthetic", "name": "toy", "repeats": 2}, space=SPACE)
+    configs = SPACE.sample(16, seed=2)
+    reference, _ = run(runner, InlineExecutor(), configs)
+    with DaskExecutor(scheduler=cluster.scheduler_address) as executor:
+        assert executor.slots() == 4
+        got, progress = run(runner, executor, configs)
+    table = lambda rows: {(tuple(c.values()), r.repeat): r.value for c, r in rows}
+    assert progress.completed == 16 and progress.ok == 32
+    assert table(got) == table(reference)
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
+def test_c_kernels_compile_and_run_on_dask_workers(cluster, tmp_path):
+    runner = runner_from_spec({"kind": "ckernel", "kernel": "bicg", "n": 32, "repeats": 2, "cache": str(tmp_path)})
+    configs = [{"T_I": t, "SCR": s} for t in (1, 8) for s in (False, True)]
+    with DaskExecutor(client=distributed.Client(cluster)) as executor:
+        got, progress = run(runner, executor, configs)
+        executor.client.close()
+    assert progress.ok == 8, [r.error for _, r in got if not r.ok]
+    assert {r.metadata["checksum"] for _, r in got} == {got[0][1].metadata["checksum"]}
+    assert all(r.metadata["speedup"] > 0 for _, r in got)
+    assert len(list((tmp_path / "ckernel").glob("baseline-*.json"))) == 1  # measured once, by one worker
+
+
+def test_gpu_measurements_run_one_at_a_time_per_worker(cluster):
+    runner = runner_from_spec({"kind": "python", "callable": f"{FUNCS}:stamped"})
+    runner.uses_gpu = True  # as a CUDA TorchRunner is: each task asks for one unit of the GPU resource
+    with DaskExecutor(client=distributed.Client(cluster)) as executor:
+        got, _ = run(runner, executor, [{"sleep": 0.15}] * 8)
+        assert executor.slots() == 2  # two GPUs, although the workers have four threads
+        executor.client.close()
+    by_worker: dict[int, list] = {}
+    for _, result in got:
+        by_worker.setdefault(result.metadata["pid"], []).append((result.metadata["began"], result.metadata["ended"]))
+    for spans in by_worker.values():
+        spans.sort()
+        assert all(later[0] >= earlier[1] for earlier, later in pairwise(spans)), "two GPU tasks overlapped"
+
+
+def test_gpu_runner_needs_workers_that_declare_a_gpu():
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as bare:
+        runner = runner_from_spec({"kind": "torch", "device": "cuda"})
+        with DaskExecutor(client=distributed.Client(bare)) as executor:
+            with pytest.raises(ValueError, match="--resources GPU=1"):
+                executor.bind(runner)
+            executor.client.close()
+
+
+def test_unreachable_scheduler_is_one_clear_error():
+    with pytest.raises(ValueError, match="cannot connect"):
+        DaskExecutor(scheduler="tcp://127.0.0.1:1", connect_timeout=1)
+    with pytest.raises(ValueError, match="address"):
+        DaskExecutor(scheduler="not an address!")
