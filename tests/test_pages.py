@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -150,3 +152,25 @@ def test_run_page_measures_a_pending_design_in_the_background(app_db):
     with Store(app_db) as store:
         assert len(store.measurements(TOY_STUDY)) == 10
         assert store.designs(TOY_STUDY)["pending"].tolist() == [0]
+
+
+def test_export_page_offers_every_best_format_and_the_report(app_db):
+    name = _measured_toy(app_db, n=12)
+    at = page("export.py").run()
+    assert not at.exception and not at.error
+    for fmt in ("json", "yaml", "csv", "header", "env", "t4"):
+        at.selectbox(key="export_format").set_value(fmt).run()
+        assert not at.exception and not at.error
+        assert at.code[0].value.strip()
+    assert "#define" in at.code[0].value or "t4" in at.selectbox(key="export_format").value
+    at.radio(key="export_source").set_value("Predicted by the latest model").run()
+    assert not at.exception
+    assert any("No model yet" in i.value for i in at.info)
+    with Store(app_db) as store:
+        assert len(store.measurements(name)) == 12
+        store.save_model(store.get_study(name), formula="y ~ x1 + x5", transform="none", coefficients=[], anova=[])
+    at.run()
+    assert not at.exception and not at.error
+    at.selectbox(key="export_format").set_value("json").run()
+    exported = json.loads(at.code[0].value)
+    assert exported["source"] == "predicted" and exported["configuration"]["x5"] == -1.0  # x5's effect is +3.1

@@ -45,11 +45,12 @@ def _target(out: str, default_name: str) -> tuple[Path, str]:
 
 def _study(args) -> int:
     from engine.io.export import study_to_csv, study_to_json, write_export
+    from storage.reporting import results_frame
 
     out = Path(args.out)
     with open_store(args) as store:
         study = store.get_study(args.name)
-        measurements = _measurements(store, study)
+        measurements = results_frame(store, study)
         text = study_to_json(study.spec, measurements) if args.format == "json" else study_to_csv(study.spec, measurements)
         path = write_export(text, out.parent if str(out.parent) else Path("."), out.name)
         store.log_export(study, args.format, str(path), path.stat().st_size)
@@ -61,10 +62,11 @@ def _study(args) -> int:
 def _best(args) -> int:
     from engine.io.best import best_filename, best_measured, export_best
     from engine.io.export import write_export
+    from storage.reporting import results_frame
 
     with open_store(args) as store:
         study = store.get_study(args.study)
-        best = best_measured(study.spec, _measurements(store, study))
+        best = best_measured(study.spec, results_frame(store, study))
         folder, name = _target(args.out, best_filename(best, args.format))
         path = write_export(export_best(best, args.format), folder, name)
         store.log_export(study, f"best-{args.format}", str(path), path.stat().st_size)
@@ -73,38 +75,14 @@ def _best(args) -> int:
     return 0
 
 
-def _measurements(store, study):
-    """Stored measurements, or the imported table of a table study that was never replayed."""
-    frame = store.measurements(study.name)
-    if study.spec.runner.get("kind") == "table" and frame.empty:
-        frame = store.study_table(study.name)
-    return frame
-
-
 def _report(args) -> int:
-    import json
-
-    import pandas as pd
-
-    from engine.errors import UserError
-    from engine.io.best import best_measured
     from engine.io.export import safe_filename, write_export
-    from engine.report import study_report
+    from storage.reporting import report_html
 
     with open_store(args) as store:
         study = store.get_study(args.study)
-        measurements = _measurements(store, study)
-        try:
-            best = best_measured(study.spec, measurements)
-        except UserError:
-            best = None
-        anova = {f"model {row.id}: {row.formula}" + ("" if pd.isna(row.step) else f" (step {int(row.step)})"):
-                 pd.DataFrame(json.loads(row.anova))
-                 for row in store.models(args.study).itertuples() if row.anova and row.anova != "null"}
-        html = study_report(study.spec, measurements, designs=store.designs(args.study), anova=anova or None,
-                            decisions=store.decisions(args.study), best=best)
         folder, name = _target(args.out, safe_filename(f"{study.name}-report.html"))
-        path = write_export(html, folder, name)
+        path = write_export(report_html(store, args.study), folder, name)
         store.log_export(study, "report-html", str(path), path.stat().st_size)
     emit({"study": args.study, "format": "html", "path": str(path), "bytes": path.stat().st_size}, args.json,
          f"wrote the report of '{args.study}' to {path}")

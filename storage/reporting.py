@@ -1,0 +1,45 @@
+"""What a study's exports are made of, gathered from the store once for the CLI and the Export page."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from engine.errors import UserError
+from engine.io.best import BestConfig, best_measured
+from engine.report import study_report
+from storage.store import Store, StoredStudy
+
+
+def results_frame(store: Store, study: StoredStudy) -> pd.DataFrame:
+    """Stored measurements, or the imported table of a table study that was never replayed."""
+    frame = store.measurements(study.name)
+    if study.spec.runner.get("kind") == "table" and frame.empty:
+        frame = store.study_table(study.name)
+    return frame
+
+
+def best_or_none(study: StoredStudy, results: pd.DataFrame) -> BestConfig | None:
+    try:
+        return best_measured(study.spec, results)
+    except UserError:
+        return None  # nothing measured successfully yet
+
+
+def model_tables(store: Store, name: str) -> dict[str, pd.DataFrame]:
+    """The ANOVA table of every stored model, labelled by id, formula and step."""
+    tables = {}
+    for row in store.models(name).itertuples():
+        if row.anova and row.anova != "null":
+            step = "" if pd.isna(row.step) else f" (step {int(row.step)})"
+            tables[f"model {row.id}: {row.formula}{step}"] = pd.DataFrame(json.loads(row.anova))
+    return tables
+
+
+def report_html(store: Store, name: str) -> str:
+    """The self-contained HTML report of a study: space, designs, ANOVA tables, decisions, figures."""
+    study = store.get_study(name)
+    results = results_frame(store, study)
+    return study_report(study.spec, results, designs=store.designs(name), anova=model_tables(store, name) or None,
+                        decisions=store.decisions(name), best=best_or_none(study, results))
