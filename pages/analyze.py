@@ -141,20 +141,23 @@ if decision is not None:
     best = decision.evidence["predicted_best"]
     st.caption(f"Predicted best configuration: {best['point']} (predicted {spec.objective} = {best['predicted']:.4g}).")
     proposed_fix = decision.proposed["fix"]
+    # widgets are keyed by the proposal, so a new proposal (after a model change) resets them
+    version = abs(hash((result.model.formula, tuple(sorted(map(str, proposed_fix.items()))))))
     st.markdown("**Fix these factors** (pre-filled with the proposal; change anything before accepting):")
     chosen_fix = {}
     grid = st.columns(3)
     for i, name in enumerate(result.model.variables_):
         factor = spec.space.factor(name)
         box = grid[i % 3]
-        fixed = box.checkbox(f"fix {name}", value=name in proposed_fix, key=f"fix_{name}")
+        fixed = box.checkbox(f"fix {name}", value=name in proposed_fix, key=f"fix_{name}_{version}")
         level_value = proposed_fix.get(name, best["point"].get(name))
         levels = list(factor.levels)
         index = levels.index(level_value) if level_value in levels else 0
-        level = box.selectbox(f"{name} level", levels, index=index, key=f"level_{name}", disabled=not fixed)
+        level = box.selectbox(f"{name} level", levels, index=index, key=f"level_{name}_{version}",
+                             disabled=not fixed)
         if fixed:
             chosen_fix[name] = level
-    next_formula = st.text_input("Model for the next step", decision.proposed["formula"], key="next_formula")
+    next_formula = st.text_input("Model for the next step", decision.proposed["formula"], key=f"next_formula_{version}")
     accept, reject = st.columns(2)
     note = st.text_input("Note (optional)", key="decision_note")
     if accept.button("Accept decision", type="primary", key="accept_decision"):

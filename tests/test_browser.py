@@ -20,10 +20,31 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking"]
 
 
+def prepare(db: Path) -> None:
+    """Demo studies, the toy study with 20 measured random configurations (design 1) and a pending
+    8-row design (design 2)."""
+    from engine.configs import config_keys
+    from engine.synthetic import evaluate
+    from storage import Store
+    from storage.demo import TOY_STUDY, seed_demo_studies
+
+    with Store(db) as store:
+        seed_demo_studies(store)
+        study = store.get_study(TOY_STUDY)
+        measured = study.spec.space.sample(20, seed=4)
+        design_id = store.save_design(study, measured, name="screening sample", kind="random")
+        values = evaluate(study.spec.runner, measured, config_keys(study.spec.space, measured))
+        for (_, row), value in zip(measured.iterrows(), values):
+            store.record_measurement(study, row.to_dict(), float(value), design_id=design_id)
+        store.save_design(study, study.spec.space.sample(8, seed=5, exclude=measured), name="follow-up",
+                          kind="random")
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """``tunelab serve`` on a free loopback port over a fresh database (demo studies seeded)."""
+    """``tunelab serve`` on a free loopback port over a prepared database."""
     db = tmp_path_factory.mktemp("browser") / "tunelab.duckdb"
+    prepare(db)
     port = free_port()
     exe = Path(sys.executable).with_name("tunelab")
     proc = subprocess.Popen([str(exe), "--db", str(db), "serve", "--port", str(port)], cwd=REPO_ROOT,
@@ -95,3 +116,34 @@ def test_create_a_study_from_a_template_and_see_it_listed(server, page):
     page.goto(server + "/space")
     wait_ready(page)
     page.get_by_text("Configurations (factorial)").wait_for()
+
+
+def test_analyze_untick_a_term_accept_a_decision_and_find_it_in_the_log(server, page):
+    page.goto(server + "/analyze")
+    wait_ready(page)
+    grid_cell(page, "x2").wait_for(state="attached")  # the ANOVA table has a row for x2
+    page.get_by_label("linear x2").uncheck(force=True)
+    wait_ready(page)
+    page.wait_for_function("() => ![...document.querySelectorAll(\"[role='gridcell']\")].some(c => c.innerText.trim() === 'x2')")
+    page.get_by_role("button", name="Accept decision").click()
+    page.get_by_text("Decision accepted").wait_for()
+    wait_ready(page)
+    grid_cell(page, "accepted").wait_for(state="attached")  # the decisions log lists it
+
+
+def test_run_a_design_then_analyze_and_download_an_export(server, page):
+    page.goto(server + "/run")
+    wait_ready(page)
+    page.get_by_text("In the dashboard process").click()
+    page.get_by_role("button", name="Start measuring").click()
+    page.get_by_text("Done: 8 results stored").wait_for(timeout=60_000)
+    page.goto(server + "/analyze")
+    wait_ready(page)
+    page.get_by_text("Measurements", exact=True).first.wait_for()
+    page.get_by_text("ANOVA (Type I)").wait_for()
+    page.goto(server + "/export")
+    wait_ready(page)
+    with page.expect_download() as download:
+        page.get_by_role("button", name="HTML report").click()
+    path = download.value.path()
+    assert "<html" in Path(path).read_text().lower()

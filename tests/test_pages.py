@@ -109,7 +109,7 @@ def test_analyze_page_fits_explains_and_logs_an_accepted_decision(app_db):
     explanation = " ".join(m.value for m in at.markdown)
     assert "x5: F =" in explanation and "fix at -1.0" in explanation  # the strongest effect, fixed at its best
     # untick x5's checkbox: the decision is recorded as an edit
-    at.checkbox(key="fix_x5").uncheck().run()
+    [c for c in at.checkbox if c.label == "fix x5"][0].uncheck().run()
     at.button(key="accept_decision").click().run()
     assert not at.exception
     with Store(app_db) as store:
