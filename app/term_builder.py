@@ -33,7 +33,8 @@ def term_builder(space: Space, key: str, initial: str | None = None, response: s
                 pass
         st.session_state[state] = choice
         st.session_state[version] = 0
-        st.session_state[text_key] = to_formula(choice, response)
+    if text_key not in st.session_state:  # new, or dropped by Streamlit while the builder was hidden
+        st.session_state[text_key] = to_formula(st.session_state[state], response)
 
     def from_text() -> None:
         try:

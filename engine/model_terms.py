@@ -8,7 +8,6 @@ interactions…) are kept verbatim in ``extra``.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 
@@ -103,13 +102,3 @@ def _spans_powers_of_two(levels) -> bool:
         return False
     powers = [v for v in levels if float(v).is_integer() and int(v) & (int(v) - 1) == 0]
     return len(powers) >= 3 and max(levels) / min(levels) >= 8
-
-
-def suggest_size(n_coefficients: int, n_terms: int) -> dict[str, int]:
-    """Design sizes: the Laplacian DLMT's 2 × coefficients and Orio's automated round(1.2 × terms) + 1
-    (Orio ran on Python 2, whose ``round`` takes halves away from zero)."""
-    return {
-        "2 × coefficients": 2 * n_coefficients,
-        "round(1.2 × terms) + 1": math.floor(1.2 * n_terms + 0.5) + 1,
-        "coefficients (saturated)": n_coefficients,
-    }

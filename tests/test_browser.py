@@ -147,3 +147,14 @@ def test_run_a_design_then_analyze_and_download_an_export(server, page):
         page.get_by_role("button", name="HTML report").click()
     path = download.value.path()
     assert "<html" in Path(path).read_text().lower()
+
+
+def test_build_a_d_optimal_design_and_see_it_saved(server, page):
+    page.goto(server + "/design")
+    wait_ready(page)
+    page.get_by_role("button", name="Build design").click()
+    page.get_by_text("D-optimal:").first.wait_for(timeout=60_000)
+    page.get_by_role("button", name="Save design into the study").click()
+    page.get_by_text("configurations to measure (Run page)").wait_for()
+    wait_ready(page)
+    grid_cell(page, "dopt").wait_for(state="attached")  # listed among the study's designs

@@ -101,3 +101,15 @@ def test_locked_database_gives_one_sentence(db_path):
 
     with Store(db_path):
         one_line_error(run_cli("study", "list", db=db_path), "in use by another process")
+
+
+def test_design_for_a_stored_study_is_saved_as_pending_measurements(db_path, tmp_path):
+    spec = tmp_path / "toy.yaml"
+    spec.write_text(SPEC)
+    run_cli("study", "create", "--spec", str(spec), db=db_path, check=True)
+    result = json.loads(run_cli("design", "dopt", "--study", "cli toy", "--formula", "~ a + b + I(a^2) + fast",
+                                "--trials", "10", "--seed", "1", "--json", db=db_path, check=True).stdout)
+    assert result["runs"] == 10 and result["criteria"]["D"] > 0
+    shown = json.loads(run_cli("study", "show", "cli toy", "--json", db=db_path, check=True).stdout)
+    assert shown["designs"] == [{"id": result["design_id"], "name": "dopt (10 runs)", "kind": "dopt", "rows": 10,
+                                 "pending": 10}]

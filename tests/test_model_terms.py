@@ -1,4 +1,4 @@
-from engine.model_terms import TermChoice, default_choice, from_formula, suggest_size, to_formula
+from engine.model_terms import TermChoice, default_choice, from_formula, to_formula
 from engine.space import Factor, Space
 
 SPACE = Space([
@@ -30,11 +30,3 @@ def test_formula_and_checkboxes_round_trip():
 
 def test_empty_choice_is_intercept_only():
     assert to_formula(TermChoice()) == "~ 1"
-
-
-def test_size_rules():
-    sizes = suggest_size(n_coefficients=12, n_terms=31)
-    assert sizes["2 × coefficients"] == 24
-    assert sizes["round(1.2 × terms) + 1"] == 38  # bicgkernel step 1 in docs/dlmt.md §5.2
-    assert suggest_size(1, 27)["round(1.2 × terms) + 1"] == 33  # gesummv
-    assert suggest_size(1, 44)["round(1.2 × terms) + 1"] == 54  # atax

@@ -174,3 +174,31 @@ def test_export_page_offers_every_best_format_and_the_report(app_db):
     at.selectbox(key="export_format").set_value("json").run()
     exported = json.loads(at.code[0].value)
     assert exported["source"] == "predicted" and exported["configuration"]["x5"] == -1.0  # x5's effect is +3.1
+
+
+def test_design_page_builds_and_saves_a_d_optimal_design(app_db):
+    at = page("design.py").run()
+    assert not at.exception and not at.error
+    assert at.selectbox(key="design_kind").value == "dopt"
+    at.button(key="design_build").click().run()
+    assert not at.exception and not at.error
+    criteria = {m.label: float(m.value) for m in at.metric}
+    assert set(criteria) >= {"D", "A", "Ge", "Dea"} and 0 < criteria["Ge"] <= 1
+    runs = len(at.dataframe[0].value)
+    at.button(key="design_save").click().run()
+    assert at.success and f"{runs} configurations to measure" in at.success[0].value
+    with Store(app_db) as store:
+        designs = store.designs(at.session_state["study"])
+    assert designs["kind"].tolist() == ["dopt"] and designs["pending"].tolist() == [runs]
+
+
+def test_design_page_warns_when_runs_are_fewer_than_coefficients(app_db):
+    at = page("design.py").run()
+    at.radio(key="design_rule").set_value("custom").run()
+    runs = [n for n in at.number_input if n.label == "Runs"][0]
+    runs.set_value(3).run()
+    assert any("cannot estimate" in w.value for w in at.warning)
+    at.button(key="design_build").click().run()
+    assert not at.exception and at.error  # one line from the engine, nothing saved
+    with Store(app_db) as store:
+        assert store.designs(at.session_state["study"]).empty
