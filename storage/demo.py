@@ -23,9 +23,11 @@ def seed_demo_studies(store: Store) -> list[str]:
         spec = parse_spec(TEMPLATES["Paper toy problem (8 factors)"], "yaml")
         from dataclasses import replace
 
-        store.create_study(replace(spec, name=TOY_STUDY, description=(
+        study = store.create_study(replace(spec, name=TOY_STUDY, description=(
             "The CCGrid'19 tutorial: 8 factors on 11 levels, y = -1.5 x1 + 1.3 x3 + 3.1 x5 - 1.4 x7 + 1.35 x8² "
-            "+ 1.6 x1·x3 + noise. x2, x4, x6 are inert; the noise-free optimum is -8.9.")))
+            "+ 1.6 x1·x3 + noise. x2, x4, x6 are inert; the noise-free optimum is -8.9. Seeded with the paper's "
+            "first step, a measured 12-run Plackett-Burman screening: open Analyze to read it.")))
+        _measure_screening(store, study)
         created.append(TOY_STUDY)
     data = data_dir()
     laplacian = data / "laplacian" / "search_space.csv" if data else None
@@ -39,6 +41,20 @@ def seed_demo_studies(store: Store) -> list[str]:
         store.create_study(matmul_spec())
         created.append(MATMUL_STUDY)
     return created
+
+
+def _measure_screening(store: Store, study) -> None:
+    """Step A of the paper's tutorial: a 12-run Plackett–Burman design, measured (synthetic, instant)."""
+    from engine.design import plackett_burman
+    from engine.execution import Campaign, store_recorder
+    from engine.runners import runner_from_spec
+
+    design = plackett_burman(study.spec.space, runs=12, seed=0).design
+    design_id = store.save_design(study, design, name="Screening (Plackett-Burman, 12 runs)", kind="pb",
+                                  formula="~ " + " + ".join(study.spec.space.names), step=1)
+    runner = runner_from_spec(study.spec.runner, space=study.spec.space)
+    Campaign(runner, space=study.spec.space).run(design, store_recorder(store, study, design_id=design_id,
+                                                                        strategy="screening", step=1))
 
 
 def matmul_spec():

@@ -126,7 +126,8 @@ def test_analyze_page_reports_bad_formulas_in_one_line(app_db):
     formula.input("y ~ x1 + nosuch").run()
     assert not at.exception
     assert any("unknown name 'nosuch'" in e.value for e in at.error)
-    formula.input("y ~ x1 + x2 + x3 + x4 + x5 + x6 + x7 + x8 + I(x1^2)").run()
+    too_many = " + ".join([f"x{i}" for i in range(1, 9)] + [f"I(x{i}^{p})" for i in range(1, 9) for p in (2, 3)])
+    formula.input(f"y ~ {too_many}").run()  # 25 coefficients, 18 measurements
     assert any("coefficients" in e.value or "rows" in e.value for e in at.error)
 
 
@@ -150,8 +151,9 @@ def test_run_page_measures_a_pending_design_in_the_background(app_db):
         at.run()
     assert at.success and "10 results stored" in at.success[0].value
     with Store(app_db) as store:
-        assert len(store.measurements(TOY_STUDY)) == 10
-        assert store.designs(TOY_STUDY)["pending"].tolist() == [0]
+        designs = store.designs(TOY_STUDY)
+        assert len(store.measurements(TOY_STUDY, design_id=int(designs["id"].max()))) == 10
+        assert designs["pending"].tolist() == [0, 0]  # the seeded screening and this one
 
 
 def test_export_page_offers_every_best_format_and_the_report(app_db):
@@ -167,7 +169,7 @@ def test_export_page_offers_every_best_format_and_the_report(app_db):
     assert not at.exception
     assert any("No model yet" in i.value for i in at.info)
     with Store(app_db) as store:
-        assert len(store.measurements(name)) == 12
+        assert len(store.measurements(name)) == 12 + 12  # the seeded screening, then 12 random
         store.save_model(store.get_study(name), formula="y ~ x1 + x5", transform="none", coefficients=[], anova=[])
     at.run()
     assert not at.exception and not at.error
@@ -184,12 +186,14 @@ def test_design_page_builds_and_saves_a_d_optimal_design(app_db):
     assert not at.exception and not at.error
     criteria = {m.label: float(m.value) for m in at.metric}
     assert set(criteria) >= {"D", "A", "Ge", "Dea"} and 0 < criteria["Ge"] <= 1
-    runs = len(at.dataframe[0].value)
+    table = at.dataframe[0].value
+    assert table["already_measured"].sum() == 12  # the seeded screening runs are forced in, not charged again
+    new = int((~table["already_measured"]).sum())
     at.button(key="design_save").click().run()
-    assert at.success and f"{runs} configurations to measure" in at.success[0].value
+    assert at.success and f"{new} configurations to measure" in at.success[0].value
     with Store(app_db) as store:
         designs = store.designs(at.session_state["study"])
-    assert designs["kind"].tolist() == ["dopt"] and designs["pending"].tolist() == [runs]
+    assert designs["kind"].tolist() == ["pb", "dopt"] and designs["pending"].tolist() == [0, new]
 
 
 def test_design_page_warns_when_runs_are_fewer_than_coefficients(app_db):
@@ -201,4 +205,4 @@ def test_design_page_warns_when_runs_are_fewer_than_coefficients(app_db):
     at.button(key="design_build").click().run()
     assert not at.exception and at.error  # one line from the engine, nothing saved
     with Store(app_db) as store:
-        assert store.designs(at.session_state["study"]).empty
+        assert store.designs(at.session_state["study"])["kind"].tolist() == ["pb"]  # only the seeded one
