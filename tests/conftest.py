@@ -49,3 +49,13 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Drop the stores AppTest pages cached, so no DuckDB connection outlives the test session."""
+    import gc
+
+    import streamlit as st
+
+    st.cache_resource.clear()
+    gc.collect()
