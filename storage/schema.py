@@ -105,4 +105,33 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        2,
+        "comparisons of search strategies (offline benchmarks) and their runs",
+        """
+        CREATE SEQUENCE comparison_id_seq START 1;
+        CREATE TABLE comparisons (
+            id         INTEGER PRIMARY KEY DEFAULT nextval('comparison_id_seq'),
+            name       VARCHAR NOT NULL,
+            study      VARCHAR,
+            params     VARCHAR NOT NULL DEFAULT '{}',
+            summary    VARCHAR NOT NULL DEFAULT '{}',
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+        );
+        -- One row per (strategy, repetition); trace = best-so-far slowdown after each measurement (JSON).
+        CREATE TABLE comparison_runs (
+            comparison_id INTEGER NOT NULL,
+            strategy      VARCHAR NOT NULL,
+            rep           INTEGER NOT NULL,
+            seed          BIGINT NOT NULL,
+            value         DOUBLE,
+            slowdown      DOUBLE,
+            best_slowdown DOUBLE,
+            budget_used   INTEGER NOT NULL,
+            config        VARCHAR,
+            trace         VARCHAR,
+            PRIMARY KEY (comparison_id, strategy, rep)
+        );
+        """,
+    ),
 ]

@@ -158,3 +158,15 @@ def test_build_a_d_optimal_design_and_see_it_saved(server, page):
     page.get_by_text("configurations to measure (Run page)").wait_for()
     wait_ready(page)
     grid_cell(page, "dopt").wait_for(state="attached")  # listed among the study's designs
+
+
+def test_run_a_small_comparison_and_see_the_table_and_a_chart(server, page):
+    page.goto(server + "/compare")
+    wait_ready(page)
+    page.get_by_label("Repetitions").fill("3")
+    page.get_by_label("Budget (measurements)").fill("40")
+    page.get_by_role("button", name="Run comparison").click()
+    page.get_by_text("Comparison saved").wait_for(timeout=120_000)
+    wait_ready(page)
+    grid_cell(page, "DLMT").wait_for(state="attached")  # the summary table
+    page.locator(".js-plotly-plot").first.wait_for()  # a chart

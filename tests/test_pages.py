@@ -206,3 +206,24 @@ def test_design_page_warns_when_runs_are_fewer_than_coefficients(app_db):
     assert not at.exception and at.error  # one line from the engine, nothing saved
     with Store(app_db) as store:
         assert store.designs(at.session_state["study"])["kind"].tolist() == ["pb"]  # only the seeded one
+
+
+def test_compare_page_runs_a_small_comparison_in_the_background(app_db, data):
+    import time
+
+    at = page("compare.py").run()
+    assert not at.exception and not at.error
+    at.multiselect(key="cmp_strategies").set_value(["RS", "DLMT"])
+    at.number_input(key="cmp_reps").set_value(3)
+    at.number_input(key="cmp_budget").set_value(60)
+    at.number_input(key="cmp_jobs").set_value(1)
+    at.button[0].click().run()
+    for _ in range(120):
+        if at.success or at.error:
+            break
+        time.sleep(0.5)
+        at.run()
+    assert not at.error and at.success and "Comparison saved" in at.success[0].value
+    table = at.dataframe[0].value
+    assert table["strategy"].tolist() == ["RS", "DLMT"] and (table["runs"] == 3).all()
+    assert (table["min"] >= 1.0).all() and (table["budget_max"] <= 60).all()

@@ -1,0 +1,41 @@
+"""Search strategies with an Optuna-like ask/tell interface and the paper's budget accounting.
+
+``make_strategy("DLMT", space_or_domain, budget=60, seed=0)`` then ``ask()``/``tell()``, or
+``drive(strategy, evaluate)`` for an offline objective. See :mod:`engine.strategies.base`.
+"""
+
+from engine.strategies.base import (
+    SKIPPED,
+    STATUSES,
+    AwaitDecision,
+    Results,
+    Strategy,
+    drive,
+)
+from engine.strategies.domain import Domain
+from engine.strategies.registry import (
+    STRATEGIES,
+    available,
+    describe,
+    make_strategy,
+    options_of,
+    parse_names,
+    strategy_class,
+)
+
+__all__ = [
+    "SKIPPED",
+    "STATUSES",
+    "STRATEGIES",
+    "AwaitDecision",
+    "Domain",
+    "Results",
+    "Strategy",
+    "available",
+    "describe",
+    "drive",
+    "make_strategy",
+    "options_of",
+    "parse_names",
+    "strategy_class",
+]

@@ -1,0 +1,138 @@
+"""BO: Bayesian optimisation with a Gaussian process and expected improvement over the candidates.
+
+Configurations are features in [0, 1] (numeric and boolean factors by level index, so powers of two
+are evenly spaced; categorical factors one-hot). After ``init`` random valid configurations, each
+step fits a GP (Matérn 5/2, one length scale per feature, signal and noise variances by maximum
+marginal likelihood, refitted every ``refit`` steps) to the standardised objective (its log when
+``log`` and every value is positive, as run times are), and measures the unmeasured candidate with
+the largest expected improvement (``xi`` = exploration margin). Failed configurations are never
+proposed again; they do not enter the fit. Without a candidate list, ``pool`` random valid
+configurations are the candidates.
+
+numpy/scipy only (no scikit-learn), small enough for budgets of a few hundred.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import linalg, optimize, special
+
+from engine.errors import UserError
+from engine.space import Space
+from engine.strategies.base import Strategy
+from engine.strategies.domain import Domain
+
+_SQRT5 = math.sqrt(5.0)
+
+
+def features(domain: Domain, index: np.ndarray) -> np.ndarray:
+    """Rows of level indices as features in [0, 1] (categorical factors one-hot)."""
+    parts = []
+    for j, f in enumerate(domain.space.factors):
+        col = index[:, j]
+        if f.kind == "categorical":
+            parts.append(np.eye(f.n_levels)[col])
+        else:
+            parts.append((col / max(f.n_levels - 1, 1))[:, None])
+    return np.hstack(parts).astype(float)
+
+
+def matern52(A: np.ndarray, B: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    d2 = np.zeros((len(A), len(B)))
+    for k, s in enumerate(scales):
+        diff = (A[:, k, None] - B[None, :, k]) / s
+        d2 += diff * diff
+    r = np.sqrt(d2)
+    return (1.0 + _SQRT5 * r + 5.0 / 3.0 * d2) * np.exp(-_SQRT5 * r)
+
+
+class GaussianProcess:
+    """Zero-mean GP on standardised targets; hyperparameters (log scale) ``theta`` = scales, signal, noise."""
+
+    def __init__(self, dims: int) -> None:
+        self.theta = np.concatenate([np.log(np.full(dims, 0.3)), [0.0, math.log(1e-2)]])
+
+    def _parts(self, theta):
+        return np.exp(theta[:-2]), math.exp(theta[-2]), math.exp(theta[-1]) + 1e-8
+
+    def _nll(self, theta, X, y):
+        scales, signal, noise = self._parts(theta)
+        K = signal * matern52(X, X, scales) + noise * np.eye(len(X))
+        try:
+            L = linalg.cholesky(K, lower=True)
+        except linalg.LinAlgError:
+            return 1e25
+        alpha = linalg.cho_solve((L, True), y)
+        return 0.5 * y @ alpha + np.log(np.diag(L)).sum()
+
+    def fit(self, X: np.ndarray, y: np.ndarray, optimise: bool) -> GaussianProcess:
+        if optimise:
+            dims = X.shape[1]
+            bounds = [(math.log(0.02), math.log(5.0))] * dims + [(math.log(0.05), math.log(20.0)), (math.log(1e-6), math.log(1.0))]
+            res = optimize.minimize(self._nll, self.theta, args=(X, y), method="L-BFGS-B", bounds=bounds,
+                                    options={"maxiter": 60})
+            if np.isfinite(res.fun):
+                self.theta = res.x
+        scales, signal, noise = self._parts(self.theta)
+        K = signal * matern52(X, X, scales) + noise * np.eye(len(X))
+        self.L_ = linalg.cholesky(K + 1e-10 * np.eye(len(X)), lower=True)
+        self.alpha_ = linalg.cho_solve((self.L_, True), y)
+        self.X_, self.scales_, self.signal_ = X, scales, signal
+        return self
+
+    def predict(self, Xs: np.ndarray, chunk: int = 8192) -> tuple[np.ndarray, np.ndarray]:
+        mu, sd = np.empty(len(Xs)), np.empty(len(Xs))
+        for s in range(0, len(Xs), chunk):
+            Ks = self.signal_ * matern52(Xs[s : s + chunk], self.X_, self.scales_)
+            mu[s : s + chunk] = Ks @ self.alpha_
+            v = linalg.solve_triangular(self.L_, Ks.T, lower=True)
+            sd[s : s + chunk] = np.sqrt(np.maximum(self.signal_ - np.sum(v * v, axis=0), 1e-12))
+        return mu, sd
+
+
+def expected_improvement(mu: np.ndarray, sd: np.ndarray, best: float, xi: float) -> np.ndarray:
+    gap = best - mu - xi
+    z = gap / sd
+    return gap * special.ndtr(z) + sd * np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+
+
+class BayesianOptimization(Strategy):
+    name = "BO"
+    summary = "Gaussian process + expected improvement over the candidate set"
+
+    def __init__(self, domain: Domain | Space, budget: int, seed: int | None = None, direction: str = "minimize",
+                 *, init: int | None = None, xi: float = 0.01, log: bool = True, refit: int = 5, pool: int = 5000) -> None:
+        super().__init__(domain, budget, seed, direction)
+        dims = len(self.domain.names)
+        self.init = min(init if init is not None else max(5, 2 * dims), self.budget)
+        if self.init < 2:
+            raise UserError(f"BO init {self.init!r} must be >= 2")
+        self.xi, self.log, self.refit, self.pool_size = float(xi), bool(log), max(1, int(refit)), int(pool)
+
+    def _search(self):
+        cand = self.domain.pool(self.pool_size, self.rng)
+        feats = features(self.domain, cand)
+        codes = self.domain.encode(cand)
+        yield cand[self.rng.choice(len(cand), size=min(self.init, len(cand)), replace=False)]
+        gp = GaussianProcess(feats.shape[1])
+        steps = 0
+        while self.used < self.budget:
+            measured, loss = self.measured()
+            tried, _ = self.measured(ok_only=False)
+            open_rows = np.flatnonzero(~np.isin(codes, tried))
+            if not len(open_rows):
+                return
+            if len(loss) < 2:
+                pick = open_rows[self.rng.integers(len(open_rows))]
+            else:
+                y = np.log(loss) if self.log and np.all(loss > 0) else loss.copy()
+                sd = y.std()
+                y = (y - y.mean()) / (sd if sd > 0 else 1.0)
+                gp.fit(features(self.domain, self.domain.decode(measured)), y, optimise=steps % self.refit == 0)
+                mu, s = gp.predict(feats[open_rows])
+                pick = open_rows[int(np.argmax(expected_improvement(mu, s, y.min(), self.xi)))]
+            steps += 1
+            self.step = steps
+            yield cand[pick][None, :]

@@ -1,0 +1,445 @@
+"""DLMT: D-optimal designs, ANOVA and linear models, fixing factors step by step (the paper's method).
+
+Generic and automatic (docs/dlmt.md §5, Orio's ``dlmt.py``), with no factor order written in:
+
+1. **Initial model** from the space (:func:`initial_terms`): linear terms for every factor; inverse
+   terms for positive factors whose levels span powers of two (``inverse``); quadratic terms for
+   other numeric factors with at least ``quadratic_levels`` (7) levels, cubic ones with at least
+   ``cubic_levels`` (0 = none); factors with fewer levels first (``order``, see initial_terms).
+   Or any ``formula`` made of the term builder's kinds (x, I(x^2), I(x^3), I(1/x), a:b).
+2. **Design**: a D-optimal design (Fedorov exchange, :mod:`engine.strategies.design`) of ``size``
+   runs, ``"2k"`` = 2 × coefficients (the Laplacian scripts), ``"orio"`` = round(1.2 × terms) + 1, or
+   a number m = round(m × coefficients); plus ``extra``. It is chosen among ``pool`` × runs random
+   valid configurations of the current subspace (fixed factors held; Orio's candidate sampling)
+   after dropping the terms they cannot separate. Configurations of the subspace already measured
+   are forced in (``reuse``): free, and part of the fit. A subspace no larger than the design is
+   measured whole instead, and ends the search.
+3. **Fit and test** on every successful measurement of the subspace: OLS, car's ncvTest, and when it
+   fails a Box–Cox transform (``transform="auto-round"``: car's rounded λ; ``"auto"``: λ̂; or a fixed
+   choice), then Type I ANOVA.
+4. **Decide**: the proposal is an engine.analysis :class:`~engine.analysis.Decision`. The predicted
+   best is the argmin over the whole subspace of the model refitted on the significant terms
+   (p < ``threshold``; Orio's rule). ``fix="top"`` fixes every factor of the *most* significant term
+   there; ``fix="all"`` every factor of every significant term (Orio). Fixed factors' terms leave
+   the model. With ``auto`` the proposal is accepted (benchmarks); otherwise the search pauses
+   (:attr:`pending_decision`) until :meth:`DLMT.decide` gets it accepted, edited or rejected.
+5. **Measure the predicted best** (``measure_prediction``, Orio) and go back to 2, until ``steps``
+   steps, the budget or an empty model. Then ``refine`` (default 1, 0 = off; a Tunelab addition):
+   at most that many measurements of a greedy one-level descent from the best configuration, since
+   a model fixes each factor once and never revisits it. The answer is the best configuration measured.
+
+``analysis="fast"`` computes every statistic with :mod:`engine.strategies.fastlm` and fills the
+Decision directly (a benchmark runs a thousand searches); ``"full"`` fits engine.analysis's
+LinearModel and asks :func:`engine.analysis.propose_decision` (R-checked tables, explanations),
+for runs a person reviews. Both apply the same rule.
+
+Deviations from the paper's Laplacian scripts (dlmt.md §4.4): factors are chosen by ANOVA alone,
+most significant first, not by a hand-written schedule; measurements of earlier steps in the same
+subspace are reused (Orio's later versions); designs come from a candidate sample (Orio), not the
+whole table; the predicted best is measured and charged (the paper looked it up for free); the
+answer is the best *measured* configuration.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from engine.errors import UserError
+from engine.model_terms import default_choice
+from engine.space import Space
+from engine.strategies import fastlm
+from engine.strategies.base import AwaitDecision, Strategy
+from engine.strategies.design import doptimal_rows, estimable_terms
+from engine.strategies.domain import Domain
+from engine.strategies.greedy import neighbours
+from engine.strategies.terms import TermColumns, TermSpec, parse_term, term_name
+
+SIZE_RULES = ("2k", "orio")
+ANALYSES = ("fast", "full")
+FIX_RULES = ("top", "all")
+
+
+ORDERS = ("levels", "space")
+
+
+def initial_terms(
+    space: Space,
+    *,
+    quadratic_levels: int = 7,
+    cubic_levels: int = 0,
+    inverse: bool = True,
+    order: str = "levels",
+) -> list[str]:
+    """DLMT's initial model for a space, in R spelling, factor by factor (linear, powers, inverse).
+
+    Built on :func:`engine.model_terms.default_choice` (the term builder's suggestion), with the
+    level thresholds for powers made adjustable. A factor with an inverse term gets no quadratic one:
+    1/x already bends its effect. ``order="levels"`` puts factors with fewer levels
+    first (ties in space order): Type I ANOVA credits variance that correlated factors share to the
+    earlier one, and a coarse factor that constrains a finer one (``elements_number`` must be a
+    multiple of ``y_component_number``) should get that credit, not the finer factor whose levels it
+    restricts. ``order="space"`` keeps the space's order."""
+    if order not in ORDERS:
+        raise UserError(f"term order {order!r} must be one of {', '.join(ORDERS)}")
+    choice = default_choice(space)
+    factors = sorted(space.factors, key=lambda f: f.n_levels) if order == "levels" else list(space.factors)
+    terms = []
+    for f in factors:
+        if f.name not in choice.linear:
+            continue
+        terms.append(f.name)
+        curved = inverse and f.name in choice.inverse
+        if quadratic_levels and f.name in choice.quadratic and f.n_levels >= quadratic_levels and not curved:
+            terms.append(term_name(f.name, 2))
+        if cubic_levels and f.name in choice.cubic and f.n_levels >= cubic_levels:
+            terms.append(term_name(f.name, 3))
+        if inverse and f.name in choice.inverse:
+            terms.append(term_name(f.name, -1))
+    return terms
+
+
+def parse_formula_terms(formula: str | Sequence[str]) -> list[str]:
+    """Term texts of a formula's right-hand side (or a list of terms as given)."""
+    if isinstance(formula, str):
+        rhs = formula.split("~", 1)[-1]
+        return [t.strip() for t in rhs.split("+") if t.strip() and t.strip() != "1"]
+    return [str(t) for t in formula]
+
+
+def design_size(rule: str | float, n_coefficients: int, n_terms: int, extra: int = 0) -> int:
+    """Runs of one step's design; at least coefficients + 1 so the ANOVA has a residual df."""
+    if rule == "2k":
+        n = 2 * n_coefficients
+    elif rule == "orio":
+        n = math.floor(1.2 * n_terms + 0.5) + 1
+    elif isinstance(rule, (int, float)) and not isinstance(rule, bool) and rule > 0:
+        n = math.floor(rule * n_coefficients + 0.5)
+    else:
+        raise UserError(f"DLMT size {rule!r} must be one of {', '.join(SIZE_RULES)} or a multiple of the coefficients")
+    return max(n + extra, n_coefficients + 1)
+
+
+class DLMT(Strategy):
+    """Options (see the module docstring): ``formula``, ``quadratic_levels``, ``cubic_levels``,
+    ``inverse``, ``size``, ``extra``, ``pool``, ``repeats`` (exchange random starts), ``reuse``,
+    ``threshold``, ``transform``, ``fix``, ``steps``, ``measure_prediction``, ``refine``, ``coding``
+    ("raw" values or level "index", as Orio), ``auto``, ``analysis``, ``response`` (name in formulas)."""
+
+    name = "DLMT"
+    summary = "D-optimal designs + ANOVA + linear models, fixing significant factors step by step"
+
+    def __init__(
+        self,
+        domain: Domain | Space,
+        budget: int,
+        seed: int | None = None,
+        direction: str = "minimize",
+        *,
+        formula: str | Sequence[str] | None = None,
+        quadratic_levels: int = 7,
+        cubic_levels: int = 0,
+        inverse: bool = True,
+        order: str = "levels",
+        size: str | float = "2k",
+        extra: int = 0,
+        pool: int = 30,
+        repeats: int = 3,
+        reuse: bool = True,
+        threshold: float = 0.05,
+        transform: str | float = "auto-round",
+        fix: str = "top",
+        steps: int = 12,
+        measure_prediction: bool = True,
+        refine: int = 1,
+        anova_type: int = 1,
+        coding: str = "raw",
+        auto: bool = True,
+        analysis: str = "fast",
+        response: str = "y",
+    ) -> None:
+        super().__init__(domain, budget, seed, direction)
+        design_size(size, 1, 1)  # validates the rule
+        if not 0 < threshold < 1:
+            raise UserError(f"DLMT threshold {threshold!r} must be between 0 and 1")
+        if analysis not in ANALYSES:
+            raise UserError(f"DLMT analysis {analysis!r} must be one of {', '.join(ANALYSES)}")
+        if fix not in FIX_RULES:
+            raise UserError(f"DLMT fix {fix!r} must be one of {', '.join(FIX_RULES)}")
+        if not (isinstance(transform, (int, float)) or transform in fastlm.TRANSFORMS):
+            raise UserError(f"DLMT transform {transform!r} must be one of {', '.join(fastlm.TRANSFORMS)} or a number")
+        for value, what in ((steps, "steps"), (pool, "pool"), (repeats, "repeats")):
+            if not isinstance(value, int) or value < 1:
+                raise UserError(f"DLMT {what} {value!r} must be a positive integer")
+        if not response.isidentifier() or response in self.domain.names:
+            raise UserError(f"DLMT response {response!r} must be an identifier that is not a factor")
+        space = self.domain.space
+        if formula is None:
+            texts = initial_terms(space, quadratic_levels=quadratic_levels, cubic_levels=cubic_levels, inverse=inverse,
+                                  order=order)
+        else:
+            texts = parse_formula_terms(formula)
+        self.terms: list[TermSpec] = [parse_term(t, space.names) for t in texts]
+        if not self.terms:
+            raise UserError("DLMT: the initial model has no terms")
+        self.size, self.extra, self.pool, self.repeats = size, int(extra), int(pool), int(repeats)
+        self.reuse, self.threshold, self.transform, self.fix = bool(reuse), float(threshold), transform, fix
+        self.steps, self.measure_prediction, self.refine = int(steps), bool(measure_prediction), int(refine)
+        self.auto, self.analysis, self.response = bool(auto), analysis, response
+        if anova_type not in (1, 2):
+            raise UserError(f"DLMT anova_type {anova_type!r} must be 1 (sequential, R's aov) or 2 (car's Type II)")
+        self.anova_type = int(anova_type)
+        self.columns = TermColumns.shared(self.domain, coding)
+        self.fixed: dict[int, int] = {}
+        self.decisions: list = []
+        self.log: list[dict] = []
+
+    def decide(self, decision) -> None:
+        """Continue with the accepted, edited or rejected :class:`engine.analysis.Decision`."""
+        if getattr(decision, "status", "proposed") == "proposed":
+            raise UserError("DLMT: accept, edit or reject the decision before continuing")
+        self.resolve(decision)
+
+    # -- the search ------------------------------------------------------------------------------
+    def _search(self):
+        yield from self._steps()
+        if self.refine > 0 and self.best_code is not None:
+            yield from self._refine()
+
+    def _steps(self):
+        for step in range(1, self.steps + 1):
+            self.step = step
+            cand, rows = self._subspace()
+            if not len(cand):
+                return
+            entry = {"step": step, "candidates": len(cand)}
+            self.log.append(entry)
+            k = 1 + sum(self.columns.width(t) for t in self.terms)
+            if len(cand) <= design_size(self.size, k, len(self.terms), self.extra):
+                entry["exhaustive"] = True
+                yield cand
+                return
+            sample, forced = self._sample(cand, self.pool * design_size(self.size, k, len(self.terms), self.extra))
+            X, slices = self.columns.matrix(self.terms, index=sample)
+            self.terms = [self.terms[t] for t in estimable_terms(X, slices)]
+            if not self.terms:
+                return
+            X, slices = self.columns.matrix(self.terms, index=sample)
+            n = design_size(self.size, X.shape[1], len(self.terms), self.extra)
+            chosen = doptimal_rows(X, max(n, len(forced) + 1), forced=forced, rng=self.rng, repeats=self.repeats)
+            entry.update(terms=[t.name for t in self.terms], size=n, design=len(chosen), reused=len(forced))
+            yield sample[chosen]
+            analysis = self._analyse(cand, rows)
+            if analysis is None:
+                entry["decision"] = "no fit"
+                continue
+            best = analysis[-1]
+            if self.measure_prediction and best is not None:
+                yield best[None, :]
+            decision = self._decision(*analysis) if self.analysis == "fast" else self._decision_full(*analysis)
+            decision = decision.accept("auto") if self.auto else (yield AwaitDecision(decision))
+            self.decisions.append(decision)
+            self._apply(decision)
+            entry["fixed"] = {self.domain.names[j]: int(v) for j, v in self.fixed.items()}
+            if not self.terms:
+                return
+
+    def _refine(self):
+        """Greedy descent over one-level moves from the best measured configuration."""
+        self.step += 1
+        stop = self.used + self.refine
+        while self.used < stop:
+            moves = neighbours(self.domain, self.best_index)
+            moves = moves[self.domain.valid(moves)]
+            fresh = np.flatnonzero([not self.is_known(c) for c in self.domain.encode(moves)])
+            if not len(fresh):
+                return
+            before = self.best_loss
+            yield moves[self.rng.permutation(fresh)[: stop - self.used]]
+            if not self.best_loss < before:
+                return
+
+    # -- helpers -----------------------------------------------------------------------------------
+    def _subspace(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """Level indices of the valid configurations with the fixed factors held, and their rows in
+        the domain's candidate list (None when it has none: then a random valid pool stands in)."""
+        if self.domain.index is not None:
+            mask = np.ones(len(self.domain.index), dtype=bool)
+            for j, v in self.fixed.items():
+                mask &= self.domain.index[:, j] == v
+            rows = np.flatnonzero(mask)
+            return self.domain.index[rows], rows
+        k = 1 + sum(self.columns.width(t) for t in self.terms)
+        size = 3 * self.pool * design_size(self.size, k, len(self.terms), self.extra)
+        pool = self.domain.random_valid(size, self.rng)
+        for j, v in self.fixed.items():
+            pool[:, j] = v
+        pool = pool[self.domain.feasible(pool)]
+        _, first = np.unique(self.domain.encode(pool), return_index=True)
+        return pool[np.sort(first)], None
+
+    def _sample(self, cand: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """Design candidates: the subspace's measured configurations (forced, when ``reuse``) and
+        random others, ``size`` in all; and the positions of the forced ones."""
+        codes = self.domain.encode(cand)
+        measured, _ = self.measured()
+        done = np.isin(codes, measured) if self.reuse else np.zeros(len(cand), dtype=bool)
+        others = np.flatnonzero(~done)
+        if len(others) > size:
+            others = self.rng.choice(others, size, replace=False)
+        sample = np.concatenate([cand[done], cand[others]])
+        return sample, np.arange(int(done.sum()))
+
+    def _data(self, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Level indices and objective values of every successful measurement in the subspace."""
+        measured, loss = self.measured()
+        inside = np.isin(measured, self.domain.encode(cand))
+        return self.domain.decode(measured[inside]), self.sign * loss[inside]
+
+    def _analyse(self, cand: np.ndarray, rows: np.ndarray | None):
+        """The step's decision and predicted best (None, None when the data cannot be fitted)."""
+        index, y = self._data(cand)
+        if len(y) < 3:
+            return None
+        if self.analysis == "full":
+            return self._analyse_full(cand, index, y)
+        X, slices = self.columns.matrix(self.terms, index=index)
+        contains = [[u for u, other in enumerate(self.terms) if u != t and set(other.parts) >= set(term.parts)]
+                    for t, term in enumerate(self.terms)]
+        fitted = fastlm.fit(X, y, slices, self.transform, anova_type=self.anova_type, contains=contains)
+        if fitted is None:
+            return None
+        significant = [t for t in range(len(self.terms)) if fitted.p[t] < self.threshold]
+        best = None
+        if significant:
+            terms = [self.terms[t] for t in significant]
+            Xr, sl = self.columns.matrix(terms, index=index)
+            reduced = fastlm.fit(Xr, y, sl, "none" if fitted.lam is None else fitted.lam) or fitted
+            if reduced is fitted:
+                terms = self.terms
+            Xc, _ = self.columns.matrix(terms, rows=rows) if rows is not None else self.columns.matrix(terms, index=cand)
+            best = cand[int(np.argmin(self.sign * reduced.predict(Xc)))]
+        return fitted, significant, best
+
+    def _to_fix(self, significant: list[int], p: Sequence[float]) -> list[int]:
+        """The significant terms whose factors get fixed under the ``fix`` rule."""
+        if self.fix == "all" or not significant:
+            return significant
+        top = min(significant, key=lambda t: p[t])
+        return [t for t in significant if self.terms[t].factors <= self.terms[top].factors]
+
+    def _decision(self, fitted: fastlm.FastFit, significant: list[int], best: np.ndarray | None):
+        """The engine.analysis Decision for a fast-path step (same fields as propose_decision's)."""
+        from engine.analysis import Decision, Transform
+
+        names = self.domain.names
+        space = self.domain.space
+        chosen = self._to_fix(significant, fitted.p) if best is not None else []
+        factors = sorted({f for t in chosen for f in self.terms[t].factors}, key=names.index)
+        fix = {f: _plain(space.factor(f).levels[int(best[names.index(f)])]) for f in factors}
+        kept = [t.name for t in self.terms if not t.factors & set(fix)]
+        label = Transform(fitted.lam).label
+        anova = [
+            {"term": t.name, "Df": int(fitted.df[i]), "Sum Sq": float(fitted.ss[i]), "Mean Sq": float(fitted.ss[i] / max(fitted.df[i], 1)),
+             "F value": float(fitted.f[i]), "Pr(>F)": float(fitted.p[i])}
+            for i, t in enumerate(self.terms)
+        ] + [{"term": "Residuals", "Df": fitted.df_resid, "Sum Sq": fitted.rss, "Mean Sq": fitted.rss / fitted.df_resid}]
+        explanation = tuple(
+            f"{f}: {', '.join(self.terms[t].name for t in chosen if f in self.terms[t].factors)} "
+            f"p = {min(fitted.p[t] for t in chosen if f in self.terms[t].factors):.2g} — fix at {fix[f]}"
+            for f in fix
+        ) or (f"no term has p < {self.threshold:g}: nothing to fix; the model stays as it is",)
+        evidence = {
+            "anova": anova,
+            "ncv_p": fitted.ncv_p,
+            "box_cox": None if fitted.box_cox is None else vars(fitted.box_cox),
+            "predicted_best": None if best is None else self.domain.frame(best[None, :]).iloc[0].to_dict(),
+            "step": self.step,
+        }
+        return Decision(
+            formula=f"{self.response} ~ " + " + ".join(t.name for t in self.terms),
+            transform=label,
+            threshold=self.threshold,
+            anova_type=self.anova_type,
+            proposed={"fix": fix, "formula": f"{self.response} ~ " + (" + ".join(kept) or "1"), "transform": label},
+            explanation=explanation,
+            evidence=_jsonable(evidence),
+        )
+
+    def _analyse_full(self, cand: np.ndarray, index: np.ndarray, y: np.ndarray):
+        """The same analysis through engine.analysis (LinearModel and its Type I ANOVA)."""
+        from engine.analysis import AnalysisError, LinearModel, anova, predict
+
+        data = self.domain.frame(index)
+        data[self.response] = y
+        formula = f"{self.response} ~ " + " + ".join(t.name for t in self.terms)
+        try:
+            model = LinearModel(formula, transform=self.transform).fit(data)
+        except AnalysisError:
+            return None
+        table = anova(model, self.anova_type)
+        p = [float(table.loc[table["term"] == t.name, "Pr(>F)"].min()) for t in self.terms]
+        significant = [t for t in range(len(self.terms)) if p[t] < self.threshold]
+        best = None
+        if significant:
+            lam = model.transform_.lam
+            reduced = LinearModel(f"{self.response} ~ " + " + ".join(self.terms[t].name for t in significant),
+                                  transform="none" if lam is None else lam).fit(data)
+            fit = predict(reduced, self.domain.frame(cand))["fit"].to_numpy()
+            best = cand[int(np.argmin(self.sign * fit))]
+        return model, p, significant, best
+
+    def _decision_full(self, model, p: list[float], significant: list[int], best: np.ndarray | None):
+        """engine.analysis's proposal at ``best``, narrowed to the ``fix`` rule's factors."""
+        from engine.analysis import propose_decision
+
+        point = self.domain.frame((best if best is not None else self.domain.decode(self.measured()[0][:1])[0])[None, :])
+        point = {k: _plain(v) for k, v in point.iloc[0].items()}
+        decision = propose_decision(model, self.threshold, best=point, anova_type=self.anova_type)
+        keep = {f for t in self._to_fix(significant, p) for f in self.terms[t].factors} if best is not None else set()
+        fix = {f: v for f, v in decision.proposed["fix"].items() if f in keep}
+        kept = [t.name for t in self.terms if not t.factors & set(fix)]
+        return _with_fix(decision, fix, f"{self.response} ~ " + (" + ".join(kept) or "1"))
+
+    def _apply(self, decision) -> None:
+        """Fix the chosen factors and take the chosen formula's terms (accepted or edited)."""
+        if decision.status == "rejected" or decision.chosen is None:
+            return
+        chosen = decision.chosen
+        space = self.domain.space
+        for name, value in (chosen.get("fix") or {}).items():
+            level = space.factor(name).index_of([value])[0]
+            if level < 0:
+                raise UserError(f"DLMT decision: {name}={value!r} is not a level of '{name}'")
+            self.fixed[space.names.index(name)] = int(level)
+        fixed_names = {space.names[j] for j in self.fixed}
+        texts = parse_formula_terms(str(chosen.get("formula") or "~ 1"))
+        self.terms = [t for t in (parse_term(x, space.names) for x in texts) if not t.factors & fixed_names]
+        if chosen.get("transform") in fastlm.TRANSFORMS:
+            self.transform = chosen["transform"]
+
+
+def _with_fix(decision, fix: Mapping, formula: str):
+    """A proposal narrowed to the ``fix="top"`` factors (explanations of the others dropped)."""
+    from dataclasses import replace
+
+    lines = tuple(line for line in decision.explanation if line.split(":", 1)[0].split(" ")[0] in fix) or decision.explanation
+    return replace(decision, proposed={**decision.proposed, "fix": dict(fix), "formula": formula}, explanation=lines)
+
+
+def _plain(value):
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _jsonable(value):
+    """Plain JSON values (numpy scalars unwrapped, non-finite floats as None) for decision evidence."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    value = _plain(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

@@ -1,0 +1,204 @@
+"""OLS, Type I ANOVA, ncvTest and Box–Cox on bare arrays: the benchmark-speed twin of engine.analysis.
+
+:mod:`engine.analysis` is the reference (R-checked, with formulas, tables and explanations) and is
+what DLMT uses when a person reviews its decisions. A benchmark replays DLMT a thousand times, and
+building formulas and DataFrames for every fit costs more than the whole search may; this module
+computes the same numbers from a model matrix and a response, with the same rules:
+
+* R's aliasing rule (a column whose remaining norm is below 1e-7 of its own is dropped, left to right);
+* Type I sums of squares from the QR effects, F against the full model's residual mean square;
+* ``car::ncvTest``: RegSS/2 of U = e²/(RSS/n) on the fitted values, chi-square with 1 df;
+* ``car::powerTransform``: λ maximising the profile log-likelihood of the *regression*, its SE from
+  the curvature, ``roundlam`` from :func:`engine.analysis.round_lambda`.
+
+The Box–Cox response is fitted as ``expm1(λ·log(y/ġ))/λ``, an affine image of ``bcPower(y, λ)``:
+every F, p-value and argmin is unchanged and it does not cancel for y ≈ 1e-10 s.
+tests/test_strategies_fastlm.py checks it against engine.analysis.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, special
+
+#: R's lm tolerance for a linearly dependent column.
+ALIAS_TOL = 1e-7
+#: The automatic rule's threshold on ncvTest's p (Orio's DLMT).
+NCV_ALPHA = 0.05
+TRANSFORMS = ("none", "log", "boxcox", "boxcox-round", "auto", "auto-round")
+
+
+def f_sf(f: np.ndarray, df1: np.ndarray, df2: float) -> np.ndarray:
+    """Upper tail of F(df1, df2) (scipy.special, without scipy.stats' dispatch overhead)."""
+    f = np.asarray(f, dtype=float)
+    x = df2 / (df2 + df1 * f)
+    return special.betainc(df2 / 2.0, np.asarray(df1, dtype=float) / 2.0, x)
+
+
+@dataclass
+class QRFit:
+    """Thin QR of the non-aliased columns ``kept`` of X."""
+
+    Q: np.ndarray
+    R: np.ndarray
+    kept: np.ndarray
+
+    @property
+    def rank(self) -> int:
+        return len(self.kept)
+
+    def resid(self, y: np.ndarray) -> np.ndarray:
+        return y - self.Q @ (self.Q.T @ y)
+
+
+def qr_fit(X: np.ndarray) -> QRFit:
+    kept = np.arange(X.shape[1])
+    norms = np.linalg.norm(X, axis=0)
+    while True:
+        Q, R = np.linalg.qr(X[:, kept])
+        diag = np.zeros(len(kept))
+        diag[: min(R.shape)] = np.abs(np.diag(R))  # columns past the row count are aliased
+        with np.errstate(invalid="ignore"):
+            aliased = ~(diag > ALIAS_TOL * norms[kept])
+        if not aliased.any():
+            return QRFit(Q, R, kept)
+        kept = np.delete(kept, int(np.argmax(aliased)))
+
+
+def ncv_p(resid: np.ndarray, fitted: np.ndarray) -> float:
+    """p-value of car's ncvTest (Cook–Weisberg score test against the fitted values)."""
+    n = len(resid)
+    e2 = resid * resid
+    total = e2.sum()
+    if total <= 0 or np.ptp(fitted) == 0:
+        return 1.0
+    u = e2 / (total / n)
+    f = fitted - fitted.mean()
+    reg_ss = (f @ (u - u.mean())) ** 2 / (f @ f)
+    return float(special.chdtrc(1, reg_ss / 2.0))
+
+
+@dataclass(frozen=True)
+class BoxCox:
+    lam: float
+    se: float
+    rounded: float
+
+
+def box_cox(qr: QRFit, y: np.ndarray) -> BoxCox | None:
+    """car's powerTransform estimate for a model with an intercept; None when y is not positive."""
+    from engine.analysis import round_lambda
+
+    if not np.all(y > 0):
+        return None
+    t = np.log(y) - np.mean(np.log(y))
+    n = len(y)
+
+    def neg_loglik(lam: float) -> float:
+        # car's ġ^(1-λ)·(y^λ - 1)/λ = ġ·expm1(λt)/λ + a constant (t = log(y/ġ)): same RSS up to ġ²
+        z = t if abs(lam) < 1e-12 else np.expm1(lam * t) / lam
+        r = qr.resid(z)
+        rss = float(r @ r)
+        return 0.5 * n * math.log(rss / n) if rss > 0 else -math.inf
+
+    opt = optimize.minimize_scalar(neg_loglik, bounds=(-3.0, 3.0), method="bounded", options={"xatol": 1e-7})
+    lam = float(opt.x)
+    h = 1e-4
+    curvature = (neg_loglik(lam + h) - 2.0 * neg_loglik(lam) + neg_loglik(lam - h)) / h**2
+    se = 1.0 / math.sqrt(curvature) if curvature > 0 else math.nan
+    rounded = round_lambda(lam, se) if math.isfinite(se) else lam
+    return BoxCox(lam, se, rounded)
+
+
+def transformed(y: np.ndarray, lam: float | None) -> np.ndarray:
+    """Response on the fitted scale: y, or an affine image of bcPower(y, λ)."""
+    if lam is None:
+        return y
+    t = np.log(y) - np.mean(np.log(y))
+    return t if abs(lam) <= 1e-6 else np.expm1(lam * t) / lam
+
+
+@dataclass
+class FastFit:
+    """One fitted model: transform used, coefficients on the kept columns, Type I ANOVA per term."""
+
+    qr: QRFit
+    beta: np.ndarray
+    lam: float | None
+    ncv_p: float
+    box_cox: BoxCox | None
+    df: np.ndarray  # per term (0 where every column of the term is aliased)
+    ss: np.ndarray
+    f: np.ndarray
+    p: np.ndarray
+    rss: float
+    df_resid: int
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Prediction on the fitted (transformed) scale; monotone in the response, so its argmin is
+        the predicted best."""
+        return X[:, self.qr.kept] @ self.beta
+
+
+def _rss(X: np.ndarray, z: np.ndarray) -> float:
+    r = qr_fit(X).resid(z) if X.shape[1] else z
+    return float(r @ r)
+
+
+def type2_ss(X: np.ndarray, z: np.ndarray, slices: Sequence[slice], contains: Sequence[Sequence[int]]) -> np.ndarray:
+    """car's Type II: what each term adds to every term that does not contain it (``contains[t]``:
+    the terms containing term t)."""
+    out = np.zeros(len(slices))
+    for t, sl in enumerate(slices):
+        drop = {t, *contains[t]}
+        base = [0] + [c for u, other in enumerate(slices) if u not in drop for c in range(other.start, other.stop)]
+        out[t] = _rss(X[:, base], z) - _rss(X[:, base + list(range(sl.start, sl.stop))], z)
+    return np.maximum(out, 0.0)
+
+
+def fit(X: np.ndarray, y: np.ndarray, slices: Sequence[slice], transform: str | float = "none", ncv_alpha: float = NCV_ALPHA,
+        anova_type: int = 1, contains: Sequence[Sequence[int]] | None = None) -> FastFit | None:
+    """Fit ``y ~ X`` (intercept in column 0, term columns in ``slices``); None without residual df.
+    ``anova_type`` 1 (sequential, R's aov) or 2 (car's Type II, needs ``contains``)."""
+    qr = qr_fit(X)
+    n = len(y)
+    if n <= qr.rank or np.ptp(y) == 0:
+        return None
+    resid = qr.resid(y)
+    p_ncv = ncv_p(resid, y - resid)
+    bc = None
+    lam: float | None = None
+    positive = bool(np.all(y > 0))
+    if isinstance(transform, (int, float)) and not isinstance(transform, bool):
+        lam = float(transform) if positive else None
+    elif transform == "log":
+        lam = 0.0 if positive else None
+    elif transform != "none" and (not transform.startswith("auto") or p_ncv < ncv_alpha):
+        bc = box_cox(qr, y)
+        if bc is not None:
+            lam = bc.rounded if transform.endswith("round") else bc.lam
+    z = transformed(y, lam)
+    effects = qr.Q.T @ z
+    beta = np.linalg.solve(qr.R, effects) if qr.rank else np.zeros(0)
+    r = z - qr.Q @ effects
+    rss = float(r @ r)
+    df_resid = n - qr.rank
+    column_of = {int(c): i for i, c in enumerate(qr.kept)}
+    df = np.zeros(len(slices))
+    ss = np.zeros(len(slices))
+    for t, sl in enumerate(slices):
+        pos = [column_of[c] for c in range(sl.start, sl.stop) if c in column_of]
+        df[t] = len(pos)
+        ss[t] = float(effects[pos] @ effects[pos]) if pos else 0.0
+    if anova_type == 2:
+        ss = np.where(df > 0, type2_ss(X, z, slices, contains or [[] for _ in slices]), 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fval = np.where(df > 0, (ss / np.maximum(df, 1)) / (rss / df_resid), np.nan)
+        p = np.where(df > 0, f_sf(np.where(df > 0, fval, 0.0), np.maximum(df, 1), df_resid), np.nan)
+    if rss == 0:
+        p = np.where(df > 0, 0.0, np.nan)
+    return FastFit(qr, beta, lam, p_ncv, bc, df, ss, fval, p, rss, df_resid)

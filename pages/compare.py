@@ -1,0 +1,124 @@
+"""Compare: replay search strategies on a measured table, side by side, as in the CCGrid'19 table."""
+
+import streamlit as st
+
+from app.components import flash, guard, show_flash
+from app.jobs import Job, get_job, start_job
+from app.state import get_store
+from engine.bench.plots import (best_so_far_data, best_so_far_figure, budget_slowdown_data, budget_slowdown_figure,
+                                ecdf_data, ecdf_figure, histogram_data, histogram_figure)
+from engine.bench.run import Comparison, run_benchmark
+from engine.bench.summary import summary_records, summary_table, with_paper
+from engine.bench.table import study_table
+from engine.strategies.registry import describe
+from storage.comparisons import list_comparisons, load_comparison, save_comparison
+
+DEFAULT_STRATEGIES = ["RS", "LHS", "GS", "GSR", "GA", "LM", "DLMT"]
+
+store = get_store()
+st.title("Compare")
+st.caption("Replay strategies on an exhaustively measured table: each 'measurement' is a look-up, so hundreds of "
+           "repetitions show each strategy's slowdown (returned time ÷ optimum) and the budget it spent.")
+show_flash()
+
+studies = store.list_studies()
+tables = studies.loc[studies["runner"] == "table", "name"].tolist()
+if not tables:
+    st.info("No table study yet: import a measured CSV or a Kernel Tuner cache on the **Studies** page.")
+    st.stop()
+current = st.session_state.get("study")
+name = st.selectbox("Table study", tables, index=tables.index(current) if current in tables else 0, key="cmp_study")
+st.session_state["study"] = name
+
+catalogue = {row["name"]: row for row in describe()}
+runnable = [n for n, row in catalogue.items() if row["available"]]
+with st.form("cmp_form"):
+    chosen = st.multiselect("Strategies", runnable, default=[s for s in DEFAULT_STRATEGIES if s in runnable],
+                            key="cmp_strategies", help="\n".join(f"{n}: {row['summary']}" for n, row in catalogue.items()))
+    a, b, c, d = st.columns(4)
+    reps = a.number_input("Repetitions", 1, 5000, 20, key="cmp_reps")
+    budget = b.number_input("Budget (measurements)", 1, 100_000, 125, key="cmp_budget")
+    jobs = c.number_input("Worker processes", 1, 16, 2, key="cmp_jobs")
+    seed = d.number_input("Seed", 0, 2**31 - 1, 0, key="cmp_seed")
+    label = st.text_input("Name", f"{name}: {', '.join(chosen) if chosen else ''}", key="cmp_name")
+    submitted = st.form_submit_button("Run comparison", type="primary")
+
+job_key = f"compare:{name}"
+
+
+def benchmark_work(job: Job, strategies: list[str], reps: int, budget: int, jobs: int, seed: int, label: str) -> int:
+    table = study_table(store, name)
+    comparison = run_benchmark(table, strategies, reps=reps, budget=budget, jobs=jobs, seed=seed,
+                               progress=lambda done, total, strategy: setattr(job, "progress", (done, total, strategy)))
+    return save_comparison(store, name=label or name, study=name, params=comparison.params,
+                           summary=summary_records(summary_table(comparison)), runs=comparison.runs)
+
+
+if submitted:
+    running = get_job(job_key)
+    if running is not None and running.running:
+        st.warning("A comparison on this table is already running.")
+    elif not chosen:
+        st.error("strategies: choose at least one")
+    else:
+        with guard():
+            start_job(job_key, label, lambda job: benchmark_work(job, list(chosen), int(reps), int(budget), int(jobs),
+                                                                 int(seed), label))
+            st.rerun()
+
+
+@st.fragment(run_every=1.0)
+def live() -> None:
+    job = get_job(job_key)
+    if job is None:
+        return
+    if job.running:
+        done, total, strategy = job.progress or (0, 1, "")
+        eta = job.eta_seconds(done / total)
+        st.progress(done / total, text=f"{done}/{total} runs ({strategy})" + (f" — about {eta:.0f} s left" if eta else ""))
+        st.session_state["_cmp_was_running"] = True
+    elif st.session_state.pop("_cmp_was_running", False):
+        if job.error:
+            flash(f"Comparison failed: {job.error}")
+        else:
+            st.session_state["cmp_open"] = job.result
+            flash(f"Comparison saved (id {job.result}).")
+        st.rerun()
+
+
+job = get_job(job_key)
+if job is not None and (job.running or st.session_state.get("_cmp_was_running")):
+    live()
+elif job is not None and job.error:
+    st.error(job.error)
+
+saved = list_comparisons(store, study=name)
+if saved.empty:
+    st.stop()
+st.subheader("Saved comparisons")
+options = saved["id"].tolist()
+opened = st.session_state.get("cmp_open")
+choice = st.selectbox("Open", options, index=options.index(opened) if opened in options else 0,
+                      format_func=lambda i: f"#{i} {saved.set_index('id').loc[i, 'name']} "
+                                            f"({saved.set_index('id').loc[i, 'created_at']:%Y-%m-%d %H:%M})",
+                      key="cmp_open_select")
+record = load_comparison(store, choice)
+comparison = Comparison(params=record["params"], runs=record["runs"])
+summary = summary_table(comparison)
+paper = st.checkbox("Show the paper's Laplacian figures beside ours", value="time_per_pixel" in name.lower()
+                    or "laplacian" in name.lower(), key="cmp_paper")
+shown = with_paper(summary) if paper else summary
+st.dataframe(shown.style.format(precision=3, na_rep=""), hide_index=True, width="stretch", key="cmp_table")
+st.caption(f"{record['params']['reps']} repetitions, budget {record['params']['budget']}, seed "
+           f"{record['params']['seed']}. Slowdown = the returned configuration's value ÷ the table's optimum.")
+
+runs = record["runs"]
+hist_tab, ecdf_tab, curve_tab, scatter_tab = st.tabs(["Histograms", "ECDF", "Best so far", "Budget vs slowdown"])
+with hist_tab:
+    st.plotly_chart(histogram_figure(histogram_data(runs)), width="stretch", key="cmp_hist")
+with ecdf_tab:
+    st.plotly_chart(ecdf_figure(ecdf_data(runs)), width="stretch", key="cmp_ecdf")
+with curve_tab:
+    st.plotly_chart(best_so_far_figure(best_so_far_data(runs)), width="stretch", key="cmp_curve")
+with scatter_tab:
+    st.plotly_chart(budget_slowdown_figure(*budget_slowdown_data(runs)), width="stretch", key="cmp_scatter")

@@ -1,0 +1,119 @@
+"""DLMT: its initial model, its Decision objects (auto, and steppable by a person), the fast
+statistics against engine.analysis, and the exchange's designs against engine.design."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.analysis import Decision, LinearModel, anova
+from engine.errors import UserError
+from engine.strategies import drive, fastlm, make_strategy
+from engine.strategies.design import doptimal_rows
+from engine.strategies.dlmt import design_size, initial_terms
+from engine.strategies.terms import TermColumns, parse_term
+from tests.strategies_support import small_table
+
+
+@pytest.fixture(scope="module")
+def table():
+    return small_table()
+
+
+def test_initial_model_follows_the_levels_of_the_space(table):
+    terms = initial_terms(table.space)
+    # c (2 levels) and d (3) first; a spans powers of two -> inverse, no square; b has 8 levels -> square
+    assert terms == ["c", "d", "a", "I(1/a)", "b", "I(b^2)"]
+    assert initial_terms(table.space, quadratic_levels=0, inverse=False, order="space") == ["a", "b", "c", "d"]
+    assert "I(b^3)" in initial_terms(table.space, cubic_levels=4)
+    assert design_size("2k", 12, 11) == 24 and design_size("orio", 32, 31) == 38 and design_size(1.5, 12, 11) == 18
+    with pytest.raises(UserError, match="size"):
+        design_size("3k", 12, 11)
+
+
+def test_auto_dlmt_yields_accepted_decisions_and_fixes_factors(table):
+    s = drive(make_strategy("DLMT", table.domain, 60, seed=1, options={"response": "time", "refine": 0}), table.evaluate)
+    assert s.decisions and all(isinstance(d, Decision) for d in s.decisions)
+    first = s.decisions[0]
+    assert first.status == "accepted" and first.by == "auto" and first.chosen == first.proposed
+    record = first.to_record()
+    assert record["formula"].startswith("time ~ ") and record["threshold"] == 0.05
+    terms = [row["term"] for row in record["evidence"]["anova"]]
+    assert terms[-1] == "Residuals" and set(terms[:-1]) == {"c", "d", "a", "I(1/a)", "b", "I(b^2)"}
+    fixed = set().union(*(d.chosen["fix"] for d in s.decisions))
+    assert fixed and fixed <= set(table.space.names)
+    # every fixed factor is held in all later measurements of the search
+    history = s.history()
+    for d in s.decisions:
+        step = d.evidence["step"]
+        for factor, level in d.chosen["fix"].items():
+            later = history[(history["step"] > step) & history["charged"]]
+            assert (later[factor] == level).all()
+    assert table.slowdown(s.best_value) <= 1.1
+
+
+def test_steppable_dlmt_waits_for_a_person_and_applies_an_edit(table):
+    s = make_strategy("DLMT", table.domain, 80, seed=2, options={"auto": False, "refine": 0})
+    while s.pending_decision is None:
+        rows = s.ask_index()
+        assert len(rows), "DLMT finished before proposing anything"
+        s.tell_index(rows, *table.evaluate(rows))
+    proposal = s.pending_decision
+    assert isinstance(proposal, Decision) and proposal.status == "proposed"
+    assert len(s.ask_index()) == 0  # nothing to measure until the decision is made
+    with pytest.raises(UserError, match="accept, edit or reject"):
+        s.decide(proposal)
+    edited = proposal.edit("alice", fix={"d": 1}, formula="y ~ a + I(1/a) + b + I(b^2) + c", note="d=1 is known best")
+    s.decide(edited)
+    assert s.decisions[-1].status == "edited" and s.decisions[-1].by == "alice"
+    drive(s, table.evaluate)  # rejecting or accepting later ones is the same call; here: stop at the next
+    history = s.history()
+    later = history[history["step"] > proposal.evidence["step"]]
+    assert (later["d"] == 1).all()
+    assert "d" not in {t for t in s.decisions[-1].chosen["formula"].split("~")[1].replace(" ", "").split("+")}
+
+
+def test_fast_and_full_analyses_make_the_same_decisions(table):
+    fast = drive(make_strategy("DLMT", table.domain, 50, seed=4), table.evaluate)
+    full = drive(make_strategy("DLMT", table.domain, 50, seed=4, options={"analysis": "full"}), table.evaluate)
+    assert [d.chosen["fix"] for d in fast.decisions] == [d.chosen["fix"] for d in full.decisions]
+    assert [d.transform for d in fast.decisions] == [d.transform for d in full.decisions]
+    assert full.history().equals(fast.history())
+    assert any(line for d in full.decisions for line in d.explanation)
+
+
+def test_fastlm_matches_engine_analysis(table):
+    rng = np.random.default_rng(0)
+    frame = table.table[table.table["status"] == "ok"].iloc[rng.choice(263, 30, replace=False)].reset_index(drop=True)
+    terms = ["c", "d", "a", "I(1/a)", "b", "I(b^2)"]
+    specs = [parse_term(t, table.space.names) for t in terms]
+    X, slices = TermColumns(table.domain).matrix(specs, index=table.domain.from_frame(frame))
+    y = frame["value"].to_numpy() * np.exp(rng.normal(0, 0.3, len(frame)))
+    data = frame.assign(time=y)
+    for transform in ("none", "boxcox", "boxcox-round"):
+        ours = fastlm.fit(X, y, slices, transform)
+        model = LinearModel("time ~ " + " + ".join(terms), transform=transform).fit(data)
+        ref = anova(model)
+        np.testing.assert_allclose(ours.f, ref["F value"].to_numpy()[:-1], rtol=1e-6)
+        np.testing.assert_allclose(ours.p, ref["Pr(>F)"].to_numpy()[:-1], rtol=1e-6, atol=1e-12)
+        if transform != "none":
+            assert ours.box_cox.lam == pytest.approx(model.power_.lambda_, abs=1e-5)
+            assert ours.box_cox.rounded == model.power_.lambda_rounded
+    model = LinearModel("time ~ " + " + ".join(terms)).fit(data)
+    assert fastlm.fit(X, y, slices).ncv_p == pytest.approx(model.ncv_untransformed_.p, rel=1e-9)
+
+
+def test_exchange_designs_are_as_d_efficient_as_engine_design(table):
+    from engine.design import criteria, optimal_design
+
+    candidates = table.table[table.space.names]
+    formula = "~ a + I(1/a) + b + I(b^2) + c + d"
+    reference = optimal_design(candidates, formula, 14, seed=0)
+    specs = [parse_term(t, table.space.names) for t in ["a", "I(1/a)", "b", "I(b^2)", "c", "d"]]
+    X, _ = TermColumns(table.domain).matrix(specs, rows=np.arange(table.domain.n_candidates))
+    rows = doptimal_rows(X, 14, rng=np.random.default_rng(0), repeats=3)
+    assert len(set(rows.tolist())) == 14
+    ours = criteria(X[rows], X)
+    assert ours.D >= 0.97 * reference.criteria["D"]
+    forced = doptimal_rows(X, 14, forced=np.array([0, 5]), rng=np.random.default_rng(1))
+    assert {0, 5} <= set(forced.tolist()) and len(forced) == 14
