@@ -45,3 +45,17 @@ def study_picker(store: Store, label: str = "Study", key: str = STUDY_KEY) -> St
     name = st.selectbox(label, names, index=index, key=f"_picker_{key}")
     st.session_state[STUDY_KEY] = name
     return store.get_study(name)
+
+
+def continue_from_decisions(store: Store, study: StoredStudy, key: str):
+    """Offer to continue from the decisions log: hold the factors fixed so far and start from the
+    model the last decision handed on. Returns (fixed, formula, step); ({}, None, None) if declined."""
+    from engine.study_data import next_step
+
+    state = next_step(store.decisions(study.name))
+    if not state.fixed and state.formula is None:
+        return {}, None, state.step
+    fixes = ", ".join(f"{k} = {v}" for k, v in state.fixed.items()) or "nothing"
+    use = st.checkbox(f"Step {state.step}: continue from the decisions log (fixed: {fixes}; model: "
+                      f"`{state.formula}`)", value=True, key=f"{key}_continue")
+    return (state.fixed, state.formula, state.step) if use else ({}, None, None)

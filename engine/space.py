@@ -196,6 +196,22 @@ class Space:
             factors.append(_factor_from_dict(item))
         return cls(factors, data.get("constraints") or ())
 
+    def fix(self, assignments: Mapping[str, Any]) -> "Space":
+        """The sub-space with some factors held at one level (a DLMT step after a decision)."""
+        factors = []
+        for f in self.factors:
+            if f.name in assignments:
+                value = assignments[f.name]
+                if f.index_of([value])[0] < 0:
+                    raise UserError(f"factor '{f.name}': value {value!r} is not one of its levels")
+                factors.append(Factor(f.name, f.kind, (f.levels[f.index_of([value])[0]],)))
+            else:
+                factors.append(f)
+        unknown = set(assignments) - set(self.names)
+        if unknown:
+            raise UserError(f"space: unknown factor '{sorted(unknown)[0]}'")
+        return Space(factors, self.constraints)
+
     # -- validity ------------------------------------------------------------------------------
     def _columns(self, frame: pd.DataFrame) -> dict[str, np.ndarray]:
         cols = {}

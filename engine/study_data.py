@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+
+import numpy as np
 import pandas as pd
 
 from engine.study import StudySpec
@@ -18,17 +22,53 @@ def analysis_frame(spec: StudySpec, measurements: pd.DataFrame) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
-def candidate_set(spec: StudySpec, table: pd.DataFrame | None = None, seed: int = 0) -> pd.DataFrame:
+def candidate_set(spec: StudySpec, table: pd.DataFrame | None = None, seed: int = 0,
+                  fixed: dict | None = None) -> pd.DataFrame:
     """Where a model may look for the best configuration: the valid rows of a table study, the
-    enumerated valid space, or a reproducible uniform sample of it when it is too large."""
+    enumerated valid space, or a reproducible uniform sample of it when it is too large — in each
+    case with the ``fixed`` factors held at their levels (sampled within that sub-space)."""
+    fixed = fixed or {}
     if table is not None and len(table):
-        return table.loc[table["status"] == "ok", spec.space.names].reset_index(drop=True)
-    if spec.space.enumerable:
-        return spec.space.enumerate()
-    return spec.space.sample(CANDIDATE_SAMPLE, seed=seed)
+        return restrict(table.loc[table["status"] == "ok", spec.space.names], fixed)
+    space = spec.space.fix(fixed) if fixed else spec.space
+    if space.enumerable:
+        return space.enumerate()
+    return space.sample(CANDIDATE_SAMPLE, seed=seed)
 
 
 def initial_formula(spec: StudySpec, data: pd.DataFrame) -> str:
     """A first model a design can support: linear terms of the factors that vary in ``data``."""
     varying = [name for name in spec.space.names if data[name].nunique() > 1]
     return f"{spec.objective} ~ " + (" + ".join(varying) if varying else "1")
+
+
+@dataclass(frozen=True)
+class NextStep:
+    """Where the decisions log leaves a study: factors fixed so far, the model to continue with, the step."""
+
+    fixed: dict
+    formula: str | None
+    step: int
+
+
+def next_step(decisions: pd.DataFrame) -> NextStep:
+    """Fold the decisions log (``Store.decisions``): every accepted or edited decision fixes its factors
+    (a later one overrides an earlier one) and hands its model to the next step; rejections change nothing."""
+    fixed: dict = {}
+    formula = None
+    applied = decisions[decisions["outcome"].isin(["accepted", "edited", "auto"])] if len(decisions) else decisions
+    for text in applied.get("chosen", pd.Series(dtype=object)):
+        chosen = json.loads(text) if isinstance(text, str) else None
+        if chosen:
+            fixed.update(chosen.get("fix") or {})
+            formula = chosen.get("formula") or formula
+    return NextStep(fixed, formula, len(applied) + 1)
+
+
+def restrict(candidates: pd.DataFrame, fixed: dict) -> pd.DataFrame:
+    """The candidates that agree with every fixed factor."""
+    mask = np.ones(len(candidates), dtype=bool)
+    for name, value in fixed.items():
+        if name in candidates.columns:
+            mask &= (candidates[name] == value).to_numpy()
+    return candidates[mask].reset_index(drop=True)

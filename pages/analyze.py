@@ -1,9 +1,11 @@
 """Analyze: fit a model on measurements, read the ANOVA, and decide which factors to fix."""
 
+import json
+
 import pandas as pd
 import streamlit as st
 
-from app.components import flash, guard, show_flash, study_picker
+from app.components import continue_from_decisions, flash, guard, show_flash, study_picker
 from app.state import get_store
 from app.term_builder import term_builder
 from engine.analysis import analyze, coefficient_table, propose_decision
@@ -11,7 +13,7 @@ from engine.analysis import plots
 from engine.analysis.diagnostics import qq_data, residual_diagnostics
 from engine.analysis.effects import effect_screening, interaction_effects, main_effects
 from engine.analysis.options import TRANSFORMS
-from engine.study_data import analysis_frame, candidate_set, initial_formula
+from engine.study_data import analysis_frame, candidate_set, initial_formula, restrict
 
 store = get_store()
 st.title("Analyze")
@@ -32,20 +34,22 @@ design_id = sources[source]
 if design_id is not None:
     measurements = measurements[measurements["design_id"] == design_id]
 data = analysis_frame(spec, measurements)
+
+
+@st.cache_data(show_spinner="Preparing the candidate set…", max_entries=8)
+def _candidates(name: str, runner_kind: str, _version: int, fixed: str) -> pd.DataFrame:
+    table = store.study_table(name) if runner_kind == "table" else None
+    return candidate_set(store.get_study(name).spec, table, fixed=json.loads(fixed))
+
+
+fixed, continued_formula, step = continue_from_decisions(store, study, key="analyze")
+candidates = _candidates(study.name, spec.runner.get("kind", ""), study.id, json.dumps(fixed, sort_keys=True))
+data = restrict(data, fixed)  # with factors fixed, only the measurements that agree with them fit this step
 if len(data) < 2:
     st.info(f"{len(data)} successful measurement(s) here: measure a design first (Design → Run), "
             "or pick other measurements.")
     st.stop()
-
-
-@st.cache_data(show_spinner="Preparing the candidate set…", max_entries=8)
-def _candidates(name: str, runner_kind: str, _version: int) -> pd.DataFrame:
-    table = store.study_table(name) if runner_kind == "table" else None
-    return candidate_set(store.get_study(name).spec, table)
-
-
-candidates = _candidates(study.name, spec.runner.get("kind", ""), study.id)
-initial = designs.set_index("id").loc[design_id, "formula"] if design_id is not None else None
+initial = designs.set_index("id").loc[design_id, "formula"] if design_id is not None else continued_formula
 initial = (f"{spec.objective} ~ {initial.split('~', 1)[-1].strip()}" if isinstance(initial, str) and initial
            else initial_formula(spec, data))
 
@@ -57,7 +61,7 @@ with st.sidebar:
 left, right = st.columns([3, 2])
 with left:
     st.subheader("Model terms")
-    formula = term_builder(spec.space, key=f"analyze_terms_{study.id}_{design_id}", initial=initial,
+    formula = term_builder(spec.space, key=f"analyze_terms_{study.id}_{design_id}_{step or 0}", initial=initial,
                            response=spec.objective)
 with right:
     st.subheader("Options")
@@ -166,12 +170,12 @@ if decision is not None:
                  else decision.accept(actor, note=note or None))
         record = final.to_record()
         with guard():
-            store.save_model(study, formula=result.model.formula, transform=summary.transform,
+            store.save_model(study, step=step, formula=result.model.formula, transform=summary.transform,
                              coefficients=coefficient_table(result.model), anova=anova_table,
                              lam=result.power.lambda_ if result.power else None, summary=summary.to_dict())
             store.log_decision(study, kind="fix-factors", proposed=record["proposed"], chosen=record["chosen"],
                                outcome=final.status, actor=actor, explanation="\n".join(final.explanation),
-                               evidence=record["evidence"])
+                               evidence=record["evidence"], step=step)
             flash(f"Decision {final.status}: fixed {', '.join(f'{k} = {v}' for k, v in record['chosen']['fix'].items()) or 'nothing'}.")
             st.rerun()
     if reject.button("Reject", key="reject_decision"):
@@ -180,7 +184,7 @@ if decision is not None:
         with guard():
             store.log_decision(study, kind="fix-factors", proposed=record["proposed"], chosen=None,
                                outcome="rejected", actor=actor, explanation="\n".join(final.explanation),
-                               evidence=record["evidence"])
+                               evidence=record["evidence"], step=step)
             flash("Decision rejected and recorded.")
             st.rerun()
 

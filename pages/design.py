@@ -1,16 +1,18 @@
 """Design: choose which configurations to measure next (screening, space-filling or D-optimal)."""
 
+import json
+
 import pandas as pd
 import streamlit as st
 
-from app.components import flash, guard, show_flash, study_picker
+from app.components import continue_from_decisions, flash, guard, show_flash, study_picker
 from app.state import get_store
 from app.term_builder import term_builder
 from engine.design import (design_types, fractional_factorial, full_factorial, latin_hypercube, optimal_design,
                            plackett_burman, random_design, suggest_size)
 from engine.design_plots import scatter_matrix_data, scatter_matrix_figure
 from engine.formula import model_matrix
-from engine.study_data import candidate_set
+from engine.study_data import candidate_set, restrict
 
 CRITERIA_HELP = {
     "D": "det(M)^(1/k), M = Z'Z/n: the larger, the more precisely all coefficients are estimated together.",
@@ -34,12 +36,13 @@ spec = study.spec
 
 
 @st.cache_data(show_spinner="Preparing the candidate set…", max_entries=8)
-def _candidates(name: str, runner_kind: str, study_id: int) -> pd.DataFrame:
+def _candidates(name: str, runner_kind: str, study_id: int, fixed: str) -> pd.DataFrame:
     table = store.study_table(name) if runner_kind == "table" else None
-    return candidate_set(store.get_study(name).spec, table)
+    return candidate_set(store.get_study(name).spec, table, fixed=json.loads(fixed))
 
 
-candidates = _candidates(study.name, spec.runner.get("kind", ""), study.id)
+fixed, continued_formula, step = continue_from_decisions(store, study, key="design")
+candidates = _candidates(study.name, spec.runner.get("kind", ""), study.id, json.dumps(fixed, sort_keys=True))
 st.caption(f"Candidates: {len(candidates):,} valid configurations"
            + ("" if spec.space.enumerable or spec.runner.get("kind") == "table" else " (a uniform sample of a huge space)"))
 types = {t.name: t for t in design_types()}
@@ -49,12 +52,12 @@ st.caption(types[kind].summary)
 
 params: dict = {}
 formula = None
-measured = store.measurements(study.name)
+measured = restrict(store.measurements(study.name), fixed)  # rows that still fit this step can be reused
 if kind == "dopt":
     left, right = st.columns([3, 2])
     with left:
         st.markdown("**Model terms**")
-        formula = term_builder(spec.space, key=f"design_terms_{study.id}")
+        formula = term_builder(spec.space, key=f"design_terms_{study.id}_{step or 0}", initial=continued_formula)
     with right:
         k = None
         with guard():
@@ -133,7 +136,7 @@ if built and built[0] == study.id:
     if st.button("Save design into the study", type="primary", key="design_save"):
         with guard():
             design_id = store.save_design(study, result.design, name=name, kind=built_kind, formula=built_formula,
-                                          params=built_params, criteria=result.criteria, forced=flags)
+                                          params=built_params, criteria=result.criteria, forced=flags, step=step)
             pending = result.runs - sum(flags)
             st.session_state.pop("design_result", None)
             flash(f"Saved design {design_id}: {pending} configurations to measure (Run page).")

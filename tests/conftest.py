@@ -12,6 +12,9 @@ import pytest
 
 from engine.paths import REPO_ROOT, data_dir, reference_dir
 
+# Pages hide exception details from users (.streamlit/config.toml); tests want to read them.
+os.environ.setdefault("STREAMLIT_CLIENT_SHOW_ERROR_DETAILS", "full")
+
 
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:

@@ -30,3 +30,23 @@ def test_formula_and_checkboxes_round_trip():
 
 def test_empty_choice_is_intercept_only():
     assert to_formula(TermChoice()) == "~ 1"
+
+
+def test_next_step_folds_the_decisions_log():
+    import json
+
+    import pandas as pd
+
+    from engine.study_data import next_step, restrict
+
+    log = pd.DataFrame({
+        "outcome": ["accepted", "rejected", "edited"],
+        "chosen": [json.dumps({"fix": {"tile": 4}, "formula": "y ~ unroll + vec"}), None,
+                   json.dumps({"fix": {"unroll": 2}, "formula": "y ~ vec"})],
+    })
+    state = next_step(log)
+    assert state.fixed == {"tile": 4, "unroll": 2} and state.formula == "y ~ vec" and state.step == 3
+    assert next_step(log.iloc[:0]).step == 1
+    candidates = SPACE.enumerate()
+    kept = restrict(candidates, state.fixed)
+    assert len(kept) and (kept["tile"] == 4).all() and (kept["unroll"] == 2).all()

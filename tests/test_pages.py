@@ -227,3 +227,23 @@ def test_compare_page_runs_a_small_comparison_in_the_background(app_db, data):
     table = at.dataframe[0].value
     assert table["strategy"].tolist() == ["RS", "DLMT"] and (table["runs"] == 3).all()
     assert (table["min"] >= 1.0).all() and (table["budget_max"] <= 60).all()
+
+
+def test_an_accepted_decision_carries_into_the_next_design_step(app_db):
+    name = _measured_toy(app_db, n=30)
+    analyze = page("analyze.py").run()
+    analyze.button(key="accept_decision").click().run()
+    with Store(app_db) as store:
+        chosen = json.loads(store.decisions(name)["chosen"].iloc[0])
+    assert chosen["fix"], "the screening should fix at least one factor"
+    design = page("design.py").run()
+    assert not design.exception and not design.error
+    assert any(c.label.startswith("Step 2: continue from the decisions log") and c.value for c in design.checkbox)
+    design.button(key="design_build").click().run()
+    assert not design.exception and not design.error
+    built = design.dataframe[0].value
+    for factor, level in chosen["fix"].items():
+        assert (built[factor] == level).all(), factor  # every run keeps the fixed levels
+    design.button(key="design_save").click().run()
+    with Store(app_db) as store:
+        assert store.designs(name)["step"].tolist()[-1] == 2
