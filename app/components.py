@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from contextlib import contextmanager
 
 import streamlit as st
@@ -59,3 +60,17 @@ def continue_from_decisions(store: Store, study: StoredStudy, key: str):
     use = st.checkbox(f"Step {state.step}: continue from the decisions log (fixed: {fixes}; model: "
                       f"`{state.formula}`)", value=True, key=f"{key}_continue")
     return (state.fixed, state.formula, state.step) if use else ({}, None, None)
+
+
+@st.cache_data(show_spinner="Preparing the candidate set…", max_entries=16)
+def _cached_candidates(_store: Store, db: str, study_id: int, name: str, fixed: str):
+    from engine.study_data import candidate_set
+
+    study = _store.get_study(name)
+    table = _store.study_table(name) if study.spec.runner.get("kind") == "table" else None
+    return candidate_set(study.spec, table, fixed=json.loads(fixed))
+
+
+def study_candidates(store: Store, study: StoredStudy, fixed: dict):
+    """The study's candidate configurations with ``fixed`` factors held (cached per database and study)."""
+    return _cached_candidates(store, store.path, study.id, study.name, json.dumps(fixed, sort_keys=True, default=str))

@@ -1,11 +1,9 @@
 """Analyze: fit a model on measurements, read the ANOVA, and decide which factors to fix."""
 
-import json
-
 import pandas as pd
 import streamlit as st
 
-from app.components import continue_from_decisions, flash, guard, show_flash, study_picker
+from app.components import continue_from_decisions, flash, guard, show_flash, study_candidates, study_picker
 from app.state import get_store
 from app.term_builder import term_builder
 from engine.analysis import analyze, coefficient_table, propose_decision
@@ -13,7 +11,7 @@ from engine.analysis import plots
 from engine.analysis.diagnostics import qq_data, residual_diagnostics
 from engine.analysis.effects import effect_screening, interaction_effects, main_effects
 from engine.analysis.options import TRANSFORMS
-from engine.study_data import analysis_frame, candidate_set, initial_formula, restrict
+from engine.study_data import analysis_frame, initial_formula, restrict
 
 store = get_store()
 st.title("Analyze")
@@ -36,14 +34,8 @@ if design_id is not None:
 data = analysis_frame(spec, measurements)
 
 
-@st.cache_data(show_spinner="Preparing the candidate set…", max_entries=8)
-def _candidates(name: str, runner_kind: str, _version: int, fixed: str) -> pd.DataFrame:
-    table = store.study_table(name) if runner_kind == "table" else None
-    return candidate_set(store.get_study(name).spec, table, fixed=json.loads(fixed))
-
-
 fixed, continued_formula, step = continue_from_decisions(store, study, key="analyze")
-candidates = _candidates(study.name, spec.runner.get("kind", ""), study.id, json.dumps(fixed, sort_keys=True))
+candidates = study_candidates(store, study, fixed)
 data = restrict(data, fixed)  # with factors fixed, only the measurements that agree with them fit this step
 if len(data) < 2:
     st.info(f"{len(data)} successful measurement(s) here: measure a design first (Design → Run), "

@@ -1,18 +1,15 @@
 """Design: choose which configurations to measure next (screening, space-filling or D-optimal)."""
 
-import json
-
-import pandas as pd
 import streamlit as st
 
-from app.components import continue_from_decisions, flash, guard, show_flash, study_picker
+from app.components import continue_from_decisions, flash, guard, show_flash, study_candidates, study_picker
 from app.state import get_store
 from app.term_builder import term_builder
 from engine.design import (design_types, fractional_factorial, full_factorial, latin_hypercube, optimal_design,
                            plackett_burman, random_design, suggest_size)
 from engine.design_plots import scatter_matrix_data, scatter_matrix_figure
 from engine.formula import model_matrix
-from engine.study_data import candidate_set, restrict
+from engine.study_data import restrict
 
 CRITERIA_HELP = {
     "D": "det(M)^(1/k), M = Z'Z/n: the larger, the more precisely all coefficients are estimated together.",
@@ -35,14 +32,8 @@ if study is None:
 spec = study.spec
 
 
-@st.cache_data(show_spinner="Preparing the candidate set…", max_entries=8)
-def _candidates(name: str, runner_kind: str, study_id: int, fixed: str) -> pd.DataFrame:
-    table = store.study_table(name) if runner_kind == "table" else None
-    return candidate_set(store.get_study(name).spec, table, fixed=json.loads(fixed))
-
-
 fixed, continued_formula, step = continue_from_decisions(store, study, key="design")
-candidates = _candidates(study.name, spec.runner.get("kind", ""), study.id, json.dumps(fixed, sort_keys=True))
+candidates = study_candidates(store, study, fixed)
 st.caption(f"Candidates: {len(candidates):,} valid configurations"
            + ("" if spec.space.enumerable or spec.runner.get("kind") == "table" else " (a uniform sample of a huge space)"))
 types = {t.name: t for t in design_types()}
