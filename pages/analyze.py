@@ -37,9 +37,26 @@ data = analysis_frame(spec, measurements)
 fixed, continued_formula, step = continue_from_decisions(store, study, key="analyze")
 candidates = study_candidates(store, study, fixed)
 data = restrict(data, fixed)  # with factors fixed, only the measurements that agree with them fit this step
+
+
+def decisions_log() -> None:
+    st.subheader("Decisions log")
+    log = store.decisions(study.name)
+    if log.empty:
+        st.write("No decisions recorded yet.")
+    else:
+        st.dataframe(log[["id", "created_at", "step", "kind", "outcome", "actor", "chosen", "explanation"]],
+                     hide_index=True, width="stretch", key="decisions_log")
+
+
 if len(data) < 2:
-    st.info(f"{len(data)} successful measurement(s) here: measure a design first (Design → Run), "
-            "or pick other measurements.")
+    if fixed:
+        st.info(f"Step {step}: {len(data)} measurement(s) agree with the fixed factors. Build this step's design on "
+                "the **Design** page and measure it on **Run**, or untick 'continue' to analyse everything.")
+    else:
+        st.info(f"{len(data)} successful measurement(s) here: measure a design first (Design → Run), "
+                "or pick other measurements.")
+    decisions_log()
     st.stop()
 initial = designs.set_index("id").loc[design_id, "formula"] if design_id is not None else continued_formula
 initial = (f"{spec.objective} ~ {initial.split('~', 1)[-1].strip()}" if isinstance(initial, str) and initial
@@ -180,10 +197,4 @@ if decision is not None:
             flash("Decision rejected and recorded.")
             st.rerun()
 
-st.subheader("Decisions log")
-log = store.decisions(study.name)
-if log.empty:
-    st.write("No decisions recorded yet.")
-else:
-    st.dataframe(log[["id", "created_at", "step", "kind", "outcome", "actor", "chosen", "explanation"]],
-                 hide_index=True, width="stretch", key="decisions_log")
+decisions_log()
