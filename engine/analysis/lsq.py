@@ -56,8 +56,10 @@ def qr(X: np.ndarray) -> QR:
     norms = np.linalg.norm(X, axis=0)
     while True:
         Q, R = np.linalg.qr(X[:, kept])
+        diag = np.zeros(len(kept))
+        diag[: min(R.shape)] = np.abs(np.diag(R))  # columns past the row count are aliased
         with np.errstate(invalid="ignore"):
-            aliased = ~(np.abs(np.diag(R)) > ALIAS_TOL * norms[kept])
+            aliased = ~(diag > ALIAS_TOL * norms[kept])
         if not aliased.any():
             return QR(Q, R, kept)
         kept = np.delete(kept, int(np.argmax(aliased)))

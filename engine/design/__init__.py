@@ -10,7 +10,7 @@ from engine.design.classic import full_factorial, random_design
 from engine.design.criteria import Criteria, criteria
 from engine.design.fedorov import CRITERIA
 from engine.design.lhs import latin_hypercube, lhs_unit
-from engine.design.optimal import MAX_CANDIDATES, candidates_of, evaluate, optimal_design
+from engine.design.optimal import MAX_CANDIDATES, candidates_of, evaluate, optimal_design, optimal_rows
 from engine.design.result import DesignResult
 from engine.design.screening import fractional_factorial, pb_runs, plackett_burman
 from engine.design.source import CandidateTable, as_source
@@ -33,6 +33,7 @@ __all__ = [
     "latin_hypercube",
     "lhs_unit",
     "optimal_design",
+    "optimal_rows",
     "pb_runs",
     "plackett_burman",
     "random_design",

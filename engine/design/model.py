@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from engine.analysis.lsq import qr
 from engine.errors import UserError
 from engine.formula import ParsedFormula, model_matrix, parse
 
@@ -67,6 +68,14 @@ def candidate_model(candidates: pd.DataFrame, formula: str) -> CandidateModel:
         raise UserError(f"formula {formula!r}: column '{mm.columns[col]}' is not finite on candidate row {row}")
     Xw, T = whiten(X, mm.columns, _column_terms(mm.term_slices, k))
     return CandidateModel(X=X, Xw=Xw, T=T, columns=mm.columns, terms=parsed.terms, formula=parsed)
+
+
+def estimable_columns(X: np.ndarray) -> np.ndarray:
+    """Indices of the columns of X not aliased on its rows: R's rule, left to right, on unit-RMS
+    columns (so that ``threads_number`` next to ``I(1/lws_y)`` is judged on shape, not units)."""
+    scale = np.sqrt(np.mean(X * X, axis=0))
+    scale[scale == 0] = 1.0
+    return qr(X / scale).kept
 
 
 def whiten(X: np.ndarray, columns, terms) -> tuple[np.ndarray, np.ndarray]:

@@ -19,7 +19,7 @@ from threadpoolctl import ThreadpoolController
 
 from engine.design.criteria import Criteria, criteria
 from engine.design.fedorov import CRITERIA, fedorov
-from engine.design.model import candidate_model
+from engine.design.model import candidate_model, estimable_columns, whiten
 from engine.design.result import DesignResult
 from engine.errors import UserError
 from engine.formula import model_matrix, parse
@@ -154,6 +154,38 @@ def optimal_design(
         forced=tuple(int(r) for r in forced_idx),
         info=info,
     )
+
+
+@_single_blas_thread
+def optimal_rows(
+    X: np.ndarray,
+    trials: int,
+    *,
+    forced: Sequence[int] | np.ndarray | None = None,
+    exclude: Sequence[int] | np.ndarray | None = None,
+    repeats: int = 5,
+    seed: int | np.random.Generator | None = None,
+    polish: int = 12,
+) -> np.ndarray:
+    """D-optimal rows of a prebuilt candidate model matrix ``X``: ``forced`` rows first, then
+    ``trials`` rows chosen by :func:`engine.design.fedorov.fedorov`.
+
+    For callers that build model matrices themselves (strategies replaying thousands of searches
+    from cached columns). Columns aliased on the candidates are dropped by R's rule, left to right
+    (:func:`~engine.design.model.estimable_columns`), as ``lm`` would; the D-optimal design of
+    the remaining columns is the one of the estimable model. ``seed`` may be a Generator (consumed).
+    """
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2 or not np.isfinite(X).all():
+        raise UserError(f"model matrix: expected a finite 2-D array, got shape {X.shape}")
+    kept = estimable_columns(X)
+    if len(kept) == 0:
+        raise UserError("model matrix: every column is zero on the candidates")
+    names = [f"column {c}" for c in kept]
+    Xw, _ = whiten(np.ascontiguousarray(X[:, kept]), names, names)
+    forced_idx = np.unique(np.asarray(forced if forced is not None else [], dtype=np.int64))
+    found = fedorov(Xw, trials, forced=forced_idx, exclude=exclude, repeats=repeats, seed=seed, polish=polish)
+    return np.concatenate([forced_idx, found.rows])
 
 
 @_single_blas_thread

@@ -1,11 +1,11 @@
-"""OLS, Type I ANOVA, ncvTest and Box–Cox on bare arrays: the benchmark-speed twin of engine.analysis.
+"""OLS, Type I ANOVA, ncvTest and Box–Cox on bare arrays: engine.analysis at benchmark speed.
 
 :mod:`engine.analysis` is the reference (R-checked, with formulas, tables and explanations) and is
 what DLMT uses when a person reviews its decisions. A benchmark replays DLMT a thousand times, and
 building formulas and DataFrames for every fit costs more than the whole search may; this module
 computes the same numbers from a model matrix and a response, with the same rules:
 
-* R's aliasing rule (a column whose remaining norm is below 1e-7 of its own is dropped, left to right);
+* the QR and R's aliasing rule are engine.analysis's own (:func:`engine.analysis.lsq.qr`);
 * Type I sums of squares from the QR effects, F against the full model's residual mean square;
 * ``car::ncvTest``: RegSS/2 of U = e²/(RSS/n) on the fitted values, chi-square with 1 df;
 * ``car::powerTransform``: λ maximising the profile log-likelihood of the *regression*, its SE from
@@ -13,7 +13,7 @@ computes the same numbers from a model matrix and a response, with the same rule
 
 The Box–Cox response is fitted as ``expm1(λ·log(y/ġ))/λ``, an affine image of ``bcPower(y, λ)``:
 every F, p-value and argmin is unchanged and it does not cancel for y ≈ 1e-10 s.
-tests/test_strategies_fastlm.py checks it against engine.analysis.
+tests/test_strategies_dlmt.py checks it against engine.analysis.
 """
 
 from __future__ import annotations
@@ -25,11 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special
 
-#: R's lm tolerance for a linearly dependent column.
-ALIAS_TOL = 1e-7
-#: The automatic rule's threshold on ncvTest's p (Orio's DLMT).
-NCV_ALPHA = 0.05
-TRANSFORMS = ("none", "log", "boxcox", "boxcox-round", "auto", "auto-round")
+from engine.analysis.lsq import QR, qr
+from engine.analysis.options import NCV_ALPHA, TRANSFORMS
 
 
 def f_sf(f: np.ndarray, df1: np.ndarray, df2: float) -> np.ndarray:
@@ -37,36 +34,6 @@ def f_sf(f: np.ndarray, df1: np.ndarray, df2: float) -> np.ndarray:
     f = np.asarray(f, dtype=float)
     x = df2 / (df2 + df1 * f)
     return special.betainc(df2 / 2.0, np.asarray(df1, dtype=float) / 2.0, x)
-
-
-@dataclass
-class QRFit:
-    """Thin QR of the non-aliased columns ``kept`` of X."""
-
-    Q: np.ndarray
-    R: np.ndarray
-    kept: np.ndarray
-
-    @property
-    def rank(self) -> int:
-        return len(self.kept)
-
-    def resid(self, y: np.ndarray) -> np.ndarray:
-        return y - self.Q @ (self.Q.T @ y)
-
-
-def qr_fit(X: np.ndarray) -> QRFit:
-    kept = np.arange(X.shape[1])
-    norms = np.linalg.norm(X, axis=0)
-    while True:
-        Q, R = np.linalg.qr(X[:, kept])
-        diag = np.zeros(len(kept))
-        diag[: min(R.shape)] = np.abs(np.diag(R))  # columns past the row count are aliased
-        with np.errstate(invalid="ignore"):
-            aliased = ~(diag > ALIAS_TOL * norms[kept])
-        if not aliased.any():
-            return QRFit(Q, R, kept)
-        kept = np.delete(kept, int(np.argmax(aliased)))
 
 
 def ncv_p(resid: np.ndarray, fitted: np.ndarray) -> float:
@@ -89,21 +56,22 @@ class BoxCox:
     rounded: float
 
 
-def box_cox(qr: QRFit, y: np.ndarray) -> BoxCox | None:
-    """car's powerTransform estimate for a model with an intercept; None when y is not positive."""
-    from engine.analysis import round_lambda
+def box_cox(decomposition: QR, y: np.ndarray) -> BoxCox | None:
+    """car's powerTransform estimate for a model with an intercept; None when y is not positive.
+
+    The likelihood is engine.analysis's :class:`~engine.analysis.transform.BoxCoxProfile`; only the
+    search (a bounded scalar minimisation and a finite-difference SE) is lighter than its Newton + CI."""
+    from engine.analysis.transform import BoxCoxProfile, round_lambda
 
     if not np.all(y > 0):
         return None
-    t = np.log(y) - np.mean(np.log(y))
-    n = len(y)
+    profile = BoxCoxProfile(decomposition, y)
 
     def neg_loglik(lam: float) -> float:
-        # car's ġ^(1-λ)·(y^λ - 1)/λ = ġ·expm1(λt)/λ + a constant (t = log(y/ġ)): same RSS up to ġ²
-        z = t if abs(lam) < 1e-12 else np.expm1(lam * t) / lam
-        r = qr.resid(z)
-        rss = float(r @ r)
-        return 0.5 * n * math.log(rss / n) if rss > 0 else -math.inf
+        try:
+            return -profile.loglik(lam)
+        except ValueError:  # RSS = 0: a perfect fit at this λ
+            return -math.inf
 
     opt = optimize.minimize_scalar(neg_loglik, bounds=(-3.0, 3.0), method="bounded", options={"xatol": 1e-7})
     lam = float(opt.x)
@@ -126,7 +94,7 @@ def transformed(y: np.ndarray, lam: float | None) -> np.ndarray:
 class FastFit:
     """One fitted model: transform used, coefficients on the kept columns, Type I ANOVA per term."""
 
-    qr: QRFit
+    qr: QR
     beta: np.ndarray
     lam: float | None
     ncv_p: float
@@ -145,7 +113,7 @@ class FastFit:
 
 
 def _rss(X: np.ndarray, z: np.ndarray) -> float:
-    r = qr_fit(X).resid(z) if X.shape[1] else z
+    r = qr(X).resid(z) if X.shape[1] else z
     return float(r @ r)
 
 
@@ -164,11 +132,11 @@ def fit(X: np.ndarray, y: np.ndarray, slices: Sequence[slice], transform: str | 
         anova_type: int = 1, contains: Sequence[Sequence[int]] | None = None) -> FastFit | None:
     """Fit ``y ~ X`` (intercept in column 0, term columns in ``slices``); None without residual df.
     ``anova_type`` 1 (sequential, R's aov) or 2 (car's Type II, needs ``contains``)."""
-    qr = qr_fit(X)
+    decomposition = qr(X)
     n = len(y)
-    if n <= qr.rank or np.ptp(y) == 0:
+    if n <= decomposition.rank or np.ptp(y) == 0:
         return None
-    resid = qr.resid(y)
+    resid = decomposition.resid(y)
     p_ncv = ncv_p(resid, y - resid)
     bc = None
     lam: float | None = None
@@ -178,16 +146,16 @@ def fit(X: np.ndarray, y: np.ndarray, slices: Sequence[slice], transform: str | 
     elif transform == "log":
         lam = 0.0 if positive else None
     elif transform != "none" and (not transform.startswith("auto") or p_ncv < ncv_alpha):
-        bc = box_cox(qr, y)
+        bc = box_cox(decomposition, y)
         if bc is not None:
             lam = bc.rounded if transform.endswith("round") else bc.lam
     z = transformed(y, lam)
-    effects = qr.Q.T @ z
-    beta = np.linalg.solve(qr.R, effects) if qr.rank else np.zeros(0)
-    r = z - qr.Q @ effects
+    effects = decomposition.Q.T @ z
+    beta = np.linalg.solve(decomposition.R, effects) if decomposition.rank else np.zeros(0)
+    r = z - decomposition.Q @ effects
     rss = float(r @ r)
-    df_resid = n - qr.rank
-    column_of = {int(c): i for i, c in enumerate(qr.kept)}
+    df_resid = n - decomposition.rank
+    column_of = {int(c): i for i, c in enumerate(decomposition.kept)}
     df = np.zeros(len(slices))
     ss = np.zeros(len(slices))
     for t, sl in enumerate(slices):
@@ -201,4 +169,4 @@ def fit(X: np.ndarray, y: np.ndarray, slices: Sequence[slice], transform: str | 
         p = np.where(df > 0, f_sf(np.where(df > 0, fval, 0.0), np.maximum(df, 1), df_resid), np.nan)
     if rss == 0:
         p = np.where(df > 0, 0.0, np.nan)
-    return FastFit(qr, beta, lam, p_ncv, bc, df, ss, fval, p, rss, df_resid)
+    return FastFit(decomposition, beta, lam, p_ncv, bc, df, ss, fval, p, rss, df_resid)
