@@ -9,25 +9,17 @@ options into a source, so another source (a stored study) is one more branch the
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from engine.cli._common import add_json
 from engine.cli._output import emit
-from engine.design import (
-    CRITERIA,
-    CandidateTable,
-    DesignResult,
-    design_types,
-    fractional_factorial,
-    full_factorial,
-    latin_hypercube,
-    optimal_design,
-    plackett_burman,
-    random_design,
-)
 from engine.errors import UserError
-from engine.space import Space
+
+if TYPE_CHECKING:
+    from engine.design import DesignResult
+    from engine.space import Space
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -68,7 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trials", type=int, required=True, help="number of runs to choose (forced rows not counted)")
     p.add_argument("--repeats", type=int, default=5, help="random starts (default 5, as AlgDesign)")
     p.add_argument("--seed", type=int)
-    p.add_argument("--criterion", choices=CRITERIA, default="D")
+    p.add_argument("--criterion", default="D", help="D (default), A or I")
     p.add_argument("--forced", default="", help="0-based candidate rows kept in the design, e.g. '0,7,12'")
     p.add_argument("--exclude", default="", help="0-based candidate rows never chosen")
     p.add_argument("--polish", type=int, default=12, help="polishing rounds per start (default 12)")
@@ -102,7 +94,10 @@ def load_source(args: argparse.Namespace) -> Space | pd.DataFrame:
             study = store.get_study(args.study)
             table = store.study_table(args.study) if study.spec.runner.get("kind") == "table" else None
         return candidate_set(study.spec, table) if table is not None or study.spec.space.enumerable else study.spec.space
-    frame = pd.read_csv(args.candidates)
+    try:
+        frame = pd.read_csv(args.candidates)
+    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        raise UserError(f"--candidates {args.candidates!r}: not a readable CSV ({str(exc).splitlines()[0]})") from None
     if not len(frame):
         raise UserError(f"candidates {args.candidates!r}: no rows")
     return frame
@@ -116,6 +111,9 @@ def _rows(text: str, what: str) -> list[int]:
 
 
 def _generate(args: argparse.Namespace) -> DesignResult:
+    from engine.design import (CandidateTable, fractional_factorial, full_factorial, latin_hypercube, optimal_design,
+                               plackett_burman, random_design)
+
     source = load_source(args)
     if args.kind == "dopt":
         return optimal_design(
@@ -193,6 +191,8 @@ def _save(args: argparse.Namespace, result: DesignResult) -> int:
 
 
 def _types(args: argparse.Namespace) -> int:
+    from engine.design import design_types
+
     types = design_types()
     text = "\n".join(f"{t.name:10s} {t.label:22s} {t.summary}" for t in types)
     emit([t.__dict__ for t in types], args.json, text)
