@@ -9,6 +9,8 @@ the Laplacian's factors; on any other table the preset only caps budgets.
 
 from __future__ import annotations
 
+import copy
+
 from engine.space import Space
 
 PRESETS = ("paper", "none")
@@ -16,7 +18,11 @@ PRESETS = ("paper", "none")
 PAPER_BUDGETS = {"RS": 120, "GS": 119, "GSR": 120, "GA": 120, "LM": 119, "DOPT": 121}
 LAPLACIAN_FACTORS = {"elements_number", "y_component_number", "vector_length", "temporary_size", "load_overlap",
                      "threads_number", "lws_y"}
-PAPER_LAPLACIAN_OPTIONS = {"LHS": {"points": 441}, "GS": {"ignore": ["lws_y"]}, "GSR": {"ignore": ["lws_y"]},
+#: GS's a-priori check (dlmt.md §4.3), less BOAST's kernel-size bound, whose formula is not public.
+LAPLACIAN_APRIORI = ["lws_y <= threads_number", "elements_number % y_component_number == 0",
+                     "elements_number / y_component_number <= 4"]
+GS_LAPLACIAN = {"ignore": ["lws_y"], "apriori": LAPLACIAN_APRIORI}
+PAPER_LAPLACIAN_OPTIONS = {"LHS": {"points": 441}, "GS": GS_LAPLACIAN, "GSR": GS_LAPLACIAN,
                            "GA": {"generations": None}, "DOPT": {"runs": 120}}
 PAPER_OPTIONS = {"GA": {"generations": None}}
 
@@ -31,4 +37,4 @@ def preset(name: str, space: Space) -> tuple[dict, dict]:
         raise UserError(f"--preset {name!r} must be one of {', '.join(PRESETS)}")
     laplacian = LAPLACIAN_FACTORS <= set(space.names)
     options = PAPER_LAPLACIAN_OPTIONS if laplacian else PAPER_OPTIONS
-    return {k: dict(v) for k, v in options.items()}, dict(PAPER_BUDGETS)
+    return copy.deepcopy(options), dict(PAPER_BUDGETS)

@@ -6,6 +6,12 @@ i.e. outside the space's constraints or, for an exhaustive table, absent from it
 paper's a-priori check), and the search moves to the best neighbour when it is strictly better,
 else stops. GSR restarts GS from fresh random valid starts until its budget is spent.
 
+Option ``apriori`` (both): constraint expressions of the paper's a-priori check. Without it a
+neighbour is run only when it is known valid (free otherwise). With it, a neighbour that is on the
+grid and passes the check (and the space's constraints) is run even when it is not a known-valid
+candidate, and one that then yields nothing (absent from an exhaustive table: a runtime failure) is
+still charged: "A neighbour missing from the table still costs 1 but yields nothing" (dlmt.md §4.3).
+
 Option ``ignore`` (both): factors whose change alone does not count as a move, so the search stops
 after it. The original's "unchanged" test compared only 6 of the Laplacian's 7 factors and ignored
 ``lws_y`` (dlmt.md §4.3); ``ignore=["lws_y"]`` reproduces that quirk, which is what makes the
@@ -42,9 +48,12 @@ class GreedySearch(Strategy):
     summary = "steepest descent over one-level moves from one random start"
 
     def __init__(self, domain: Domain | Space, budget: int, seed: int | None = None, direction: str = "minimize",
-                 *, ignore: Sequence[str] = ()) -> None:
+                 *, ignore: Sequence[str] = (), apriori: Sequence[str] = ()) -> None:
         super().__init__(domain, budget, seed, direction)
         names = self.domain.names
+        self.check = Space(self.domain.space.factors, apriori) if apriori else None
+        if self.check is not None:
+            self.free_statuses = frozenset()  # a run that passed the check and failed still cost 1
         for name in ignore:
             if name not in names:
                 raise UserError(f"{self.name} ignore: unknown factor {name!r}")
@@ -60,7 +69,7 @@ class GreedySearch(Strategy):
         here, loss = start[0], result.loss[0]
         while self.used < self.budget:
             moves = neighbours(self.domain, here)
-            moves = moves[self.domain.valid(moves)]
+            moves = moves[self._runnable(moves)]
             if not len(moves):
                 return
             result = yield moves
@@ -71,6 +80,13 @@ class GreedySearch(Strategy):
             here, loss = moves[best], result.loss[best]
             if not moved:
                 return
+
+    def _runnable(self, moves: np.ndarray) -> np.ndarray:
+        """Neighbours to run: known valid, or (with ``apriori``) passing the a-priori check."""
+        if self.check is None:
+            return self.domain.valid(moves)
+        columns = {f.name: f.level_array()[moves[:, j]] for j, f in enumerate(self.check.factors)}
+        return self.domain.feasible(moves) & self.check.constraint_mask(columns, len(moves))
 
     def _search(self):
         yield from self._descend()
