@@ -47,24 +47,13 @@ def save_comparison(store: Store, *, name: str, study: str | None, params: Mappi
         "config": [None if c is None else _json(c) for c in runs["config"]],
         "trace": [_trace(t) for t in runs["trace"]],
     })
-    with store._lock:
-        con = store._con
-        con.execute("BEGIN TRANSACTION")
-        try:
-            comparison_id = con.execute(
-                "INSERT INTO comparisons (name, study, params, summary) VALUES (?, ?, ?, ?) RETURNING id",
-                [name, study, _json(dict(params)), _json(summary)],
-            ).fetchone()[0]
-            rows.insert(0, "comparison_id", comparison_id)
-            con.register("_incoming_runs", rows)
-            try:
-                con.execute(f"INSERT INTO comparison_runs SELECT comparison_id, {', '.join(RUN_COLUMNS)} FROM _incoming_runs")
-            finally:
-                con.unregister("_incoming_runs")
-            con.execute("COMMIT")
-        except Exception:
-            con.execute("ROLLBACK")
-            raise
+    with store.transaction() as con:
+        comparison_id = con.execute(
+            "INSERT INTO comparisons (name, study, params, summary) VALUES (?, ?, ?, ?) RETURNING id",
+            [name, study, _json(dict(params)), _json(summary)],
+        ).fetchone()[0]
+        rows.insert(0, "comparison_id", comparison_id)
+        store.insert_frame("comparison_runs", rows)
     return int(comparison_id)
 
 
@@ -102,8 +91,8 @@ def load_comparison(store: Store, comparison_id: int) -> dict:
 
 
 def delete_comparison(store: Store, comparison_id: int) -> None:
-    with store._lock:
-        if store._one("SELECT 1 FROM comparisons WHERE id = ?", [int(comparison_id)]) is None:
+    with store.transaction() as con:
+        if con.execute("SELECT 1 FROM comparisons WHERE id = ?", [int(comparison_id)]).fetchone() is None:
             raise StoreError(f"comparison {comparison_id} not found")
-        store._exec("DELETE FROM comparison_runs WHERE comparison_id = ?", [int(comparison_id)])
-        store._exec("DELETE FROM comparisons WHERE id = ?", [int(comparison_id)])
+        con.execute("DELETE FROM comparison_runs WHERE comparison_id = ?", [int(comparison_id)])
+        con.execute("DELETE FROM comparisons WHERE id = ?", [int(comparison_id)])

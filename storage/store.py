@@ -13,7 +13,8 @@ import math
 import re
 import socket
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -127,6 +128,27 @@ class Store:
     def _df(self, query: str, params: Iterable | None = None) -> pd.DataFrame:
         return self._run(query, params, "df")
 
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One all-or-nothing write (held under the lock): yields the connection, commits on success."""
+        with self._lock:
+            self._con.execute("BEGIN TRANSACTION")
+            try:
+                yield self._con
+                self._con.execute("COMMIT")
+            except BaseException:
+                self._con.execute("ROLLBACK")
+                raise
+
+    def insert_frame(self, table: str, frame: pd.DataFrame) -> None:
+        """Bulk-insert ``frame`` (its columns in ``table``'s column order) in one statement."""
+        with self._lock:
+            self._con.register("_incoming_frame", frame)
+            try:
+                self._con.execute(f"INSERT INTO {table} SELECT {', '.join(frame.columns)} FROM _incoming_frame")
+            finally:
+                self._con.unregister("_incoming_frame")
+
     def _migrate(self) -> None:
         with self._lock:
             self._con.execute(
@@ -137,14 +159,9 @@ class Store:
             for version, description, sql in MIGRATIONS:
                 if version in done:
                     continue
-                self._con.execute("BEGIN TRANSACTION")
-                try:
-                    self._con.execute(sql)
-                    self._con.execute("INSERT INTO schema_version (version, description) VALUES (?, ?)", [version, description])
-                    self._con.execute("COMMIT")
-                except Exception:
-                    self._con.execute("ROLLBACK")
-                    raise
+                with self.transaction() as con:
+                    con.execute(sql)
+                    con.execute("INSERT INTO schema_version (version, description) VALUES (?, ?)", [version, description])
 
     @property
     def schema_version(self) -> int:
@@ -156,9 +173,8 @@ class Store:
         with self._lock:
             if self._one("SELECT 1 FROM studies WHERE name = ?", [spec.name]):
                 raise StoreError(f"study '{spec.name}' already exists; pick another name or delete it first")
-            self._con.execute("BEGIN TRANSACTION")
-            try:
-                study_id = self._con.execute(
+            with self.transaction() as con:
+                study_id = con.execute(
                     "INSERT INTO studies (name, description, objective, direction, runner, spec)"
                     " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
                     [spec.name, spec.description, spec.objective, spec.direction, _json(dict(spec.runner)),
@@ -166,10 +182,6 @@ class Store:
                 ).fetchone()[0]
                 if table is not None:
                     self._insert_table(study_id, spec, table)
-                self._con.execute("COMMIT")
-            except Exception:
-                self._con.execute("ROLLBACK")
-                raise
         return self.get_study(spec.name)
 
     def _insert_table(self, study_id: int, spec: StudySpec, table: pd.DataFrame) -> None:
@@ -182,13 +194,7 @@ class Store:
                 "error": table["error"].astype(object).where(table["error"].notna(), None) if "error" in table else None,
             }
         ).drop_duplicates("config_key", keep="first")
-        self._con.register("_incoming_table", rows)
-        try:
-            self._con.execute(
-                "INSERT INTO table_rows SELECT study_id, config_key, value, status, error FROM _incoming_table"
-            )
-        finally:
-            self._con.unregister("_incoming_table")
+        self.insert_frame("table_rows", rows)
 
     def get_study(self, name: str) -> StoredStudy:
         row = self._one("SELECT id, spec, created_at FROM studies WHERE name = ?", [name])
@@ -229,19 +235,13 @@ class Store:
     def delete_study(self, name: str) -> None:
         study = self.get_study(name)
         with self._lock:
-            self._con.execute("BEGIN TRANSACTION")
-            try:
+            with self.transaction() as con:
                 for table in ("table_rows", "measurements", "models", "decisions", "exports"):
-                    self._con.execute(f"DELETE FROM {table} WHERE study_id = ?", [study.id])
-                self._con.execute(
-                    "DELETE FROM design_rows WHERE design_id IN (SELECT id FROM designs WHERE study_id = ?)", [study.id]
-                )
-                self._con.execute("DELETE FROM designs WHERE study_id = ?", [study.id])
-                self._con.execute("DELETE FROM studies WHERE id = ?", [study.id])
-                self._con.execute("COMMIT")
-            except Exception:
-                self._con.execute("ROLLBACK")
-                raise
+                    con.execute(f"DELETE FROM {table} WHERE study_id = ?", [study.id])
+                con.execute("DELETE FROM design_rows WHERE design_id IN (SELECT id FROM designs WHERE study_id = ?)",
+                            [study.id])
+                con.execute("DELETE FROM designs WHERE study_id = ?", [study.id])
+                con.execute("DELETE FROM studies WHERE id = ?", [study.id])
         self._specs.pop(study.id, None)
 
     def update_study_spec(self, name: str, spec: StudySpec) -> StoredStudy:
@@ -352,26 +352,16 @@ class Store:
         keys = config_keys(study.spec.space, frame)
         forced_flags = list(forced) if forced is not None else [False] * len(keys)
         with self._lock:
-            self._con.execute("BEGIN TRANSACTION")
-            try:
-                design_id = self._con.execute(
+            with self.transaction() as con:
+                design_id = con.execute(
                     "INSERT INTO designs (study_id, name, kind, formula, params, criteria, step)"
                     " VALUES (?,?,?,?,?,?,?) RETURNING id",
                     [study.id, name, kind, formula, _json(dict(params or {})), _json(dict(criteria or {})), step],
                 ).fetchone()[0]
-                rows = pd.DataFrame(
+                self.insert_frame("design_rows", pd.DataFrame(
                     {"design_id": design_id, "position": range(len(keys)), "config_key": keys,
                      "forced": [bool(f) for f in forced_flags]}
-                )
-                self._con.register("_incoming_design", rows)
-                try:
-                    self._con.execute("INSERT INTO design_rows SELECT design_id, position, config_key, forced FROM _incoming_design")
-                finally:
-                    self._con.unregister("_incoming_design")
-                self._con.execute("COMMIT")
-            except Exception:
-                self._con.execute("ROLLBACK")
-                raise
+                ))
         return int(design_id)
 
     def designs(self, name: str) -> pd.DataFrame:
