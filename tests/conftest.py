@@ -62,3 +62,23 @@ def pytest_sessionfinish(session, exitstatus):
 
     st.cache_resource.clear()
     gc.collect()
+
+
+def kill_after(command: list[str], lines: int, parse) -> list:
+    """Start ``command``, collect ``parse(line)`` for each stdout line that yields something, and
+    SIGKILL its whole process group once ``lines`` were collected. Returns what was collected."""
+    import signal
+
+    writer = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT,
+                              start_new_session=True)
+    collected = []
+    for line in writer.stdout:
+        item = parse(line)
+        if item is not None:
+            collected.append(item)
+        if len(collected) == lines:
+            os.killpg(writer.pid, signal.SIGKILL)
+            break
+    writer.wait(timeout=30)
+    assert writer.returncode == -signal.SIGKILL, "the writer finished before it could be killed"
+    return collected

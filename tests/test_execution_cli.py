@@ -4,18 +4,15 @@ resumed loses and duplicates nothing; C kernels measured from the command line."
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 
 import pytest
 
 from engine.configs import config_keys
-from engine.paths import REPO_ROOT
 from engine.space import Factor, Space
 from engine.study import StudySpec
 from storage import Store
-from tests.conftest import run_cli
+from tests.conftest import kill_after, run_cli
 
 # a benchmark program: value from the factors, a little sleep so a kill lands mid-campaign
 SCRIPT = "import sys, time; time.sleep(0.05); a, b = int(sys.argv[1]), int(sys.argv[2]); print('time:', a * 10 + b)"
@@ -34,18 +31,8 @@ def test_run_killed_mid_campaign_then_resumed_loses_and_duplicates_nothing(db_pa
         design_id = store.save_design(study, SPACE.sample(24, seed=4), name="random", kind="random")
     command = [os.path.join(os.path.dirname(sys.executable), "tunelab"), "--db", str(db_path),
                "run", "--study", "cmd", "--executor", "local", "--workers", "2"]
-    writer = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT,
-                              start_new_session=True)
-    committed = []
-    for line in writer.stdout:
-        if line.startswith("committed "):
-            key, repeat = line.split()[1], int(line.split()[3].rstrip(":"))
-            committed.append((key, repeat))
-        if len(committed) == 9:
-            os.killpg(writer.pid, signal.SIGKILL)
-            break
-    writer.wait(timeout=30)
-    assert writer.returncode == -signal.SIGKILL
+    committed = kill_after(command, 9, lambda line: (line.split()[1], int(line.split()[3].rstrip(":")))
+                           if line.startswith("committed ") else None)
     with Store(db_path) as store:
         before = store.measurements("cmd")
     stored = set(zip(config_keys(SPACE, before), before["repeat"]))

@@ -160,11 +160,13 @@ def test_export_page_offers_every_best_format_and_the_report(app_db):
     name = _measured_toy(app_db, n=12)
     at = page("export.py").run()
     assert not at.exception and not at.error
+    shown = {}
     for fmt in ("json", "yaml", "csv", "header", "env", "t4"):
         at.selectbox(key="export_format").set_value(fmt).run()
         assert not at.exception and not at.error
-        assert at.code[0].value.strip()
-    assert "#define" in at.code[0].value or "t4" in at.selectbox(key="export_format").value
+        shown[fmt] = at.code[0].value
+    assert "#define x1" in shown["header"] and "\nx1=" in shown["env"]
+    assert json.loads(shown["json"])["source"] == "measured" and json.loads(shown["t4"])
     at.radio(key="export_source").set_value("Predicted by the latest model").run()
     assert not at.exception
     assert any("No model yet" in i.value for i in at.info)

@@ -1,5 +1,4 @@
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from engine.configs import config_keys
 from engine.space import Factor, Space
 from engine.study import StudySpec
 from storage import Store, StoreError, StudyNotFound
+from tests.conftest import kill_after
 
 HELPER = Path(__file__).parent / "helpers" / "campaign_writer.py"
 
@@ -120,15 +120,7 @@ def test_killed_writer_loses_nothing_and_resume_does_not_duplicate(db_path):
         design = study.spec.space.sample(40, seed=5)
         design_id = store.save_design(study, design, name="random", kind="random")
     command = [sys.executable, str(HELPER), str(db_path), "toy", str(design_id), "0.05"]
-    writer = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, start_new_session=True)
-    committed = []
-    for line in writer.stdout:
-        committed.append(line.split()[1])
-        if len(committed) == 12:
-            os.killpg(writer.pid, signal.SIGKILL)
-            break
-    writer.wait(timeout=30)
-    assert writer.returncode == -signal.SIGKILL
+    committed = kill_after(command, 12, lambda line: line.split()[1])
     with Store(db_path) as store:
         after_crash = store.measurements("toy")
     keys = set(config_keys(toy_spec().space, after_crash))
