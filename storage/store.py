@@ -228,8 +228,9 @@ class Store:
             ORDER BY s.created_at, s.id
             """
         )
-        frame["factors"] = [len(self.get_study(n).spec.space.factors) for n in frame["name"]]
-        frame["size"] = [self.get_study(n).spec.space.size for n in frame["name"]]
+        spaces = [self.get_study(n).spec.space for n in frame["name"]]
+        frame["factors"] = [len(space.factors) for space in spaces]
+        frame["size"] = [space.size for space in spaces]
         return frame
 
     def delete_study(self, name: str) -> None:
