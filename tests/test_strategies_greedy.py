@@ -42,3 +42,17 @@ def test_absent_neighbours_passing_the_check_are_charged(table, name):
 def test_bad_apriori_check_is_one_line_error(table):
     with pytest.raises(UserError, match="nope"):
         make_strategy("GS", table.domain, 10, 0, options={"apriori": ["nope > 1"]})
+
+
+def test_recount_charges_every_neighbour_evaluated_again(table):
+    extra = 0
+    for seed in range(10):
+        plain = drive(make_strategy("GS", table.domain, 119, seed), table.evaluate)
+        counted = drive(make_strategy("GS", table.domain, 119, seed, options={"recount": True}), table.evaluate)
+        # the same walk, the same new measurements and answer; each revisited neighbour paid again
+        assert int(counted.history()["charged"].sum()) == plain.used and counted.answer == plain.answer
+        assert counted.used >= plain.used and len(counted.trace()) == counted.used
+        extra += counted.used - plain.used
+    assert extra > 0
+    gsr = drive(make_strategy("GSR", table.domain, 60, 0, options={"recount": True}), table.evaluate)
+    assert gsr.used == 60 and int(gsr.history()["charged"].sum()) < 60  # revisits eat into the fixed budget

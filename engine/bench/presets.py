@@ -21,7 +21,7 @@ LAPLACIAN_FACTORS = {"elements_number", "y_component_number", "vector_length", "
 #: GS's a-priori check (dlmt.md §4.3), less BOAST's kernel-size bound, whose formula is not public.
 LAPLACIAN_APRIORI = ["lws_y <= threads_number", "elements_number % y_component_number == 0",
                      "elements_number / y_component_number <= 4"]
-GS_LAPLACIAN = {"ignore": ["lws_y"], "apriori": LAPLACIAN_APRIORI}
+GS_LAPLACIAN = {"ignore": ["lws_y"], "apriori": LAPLACIAN_APRIORI, "recount": True}
 PAPER_LAPLACIAN_OPTIONS = {"LHS": {"points": 441}, "GS": GS_LAPLACIAN, "GSR": GS_LAPLACIAN,
                            "GA": {"generations": None}, "DOPT": {"runs": 120}}
 PAPER_OPTIONS = {"GA": {"generations": None}}

@@ -111,6 +111,11 @@ class Strategy:
     def is_known(self, code: int) -> bool:
         return int(code) in self._known
 
+    def is_charged(self, code: int) -> bool:
+        """Whether ``code`` was measured and paid for (a free result, e.g. ``invalid``, was not)."""
+        entry = self._known.get(int(code))
+        return entry is not None and entry[1] not in self.free_statuses
+
     def measured(self, ok_only: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """Codes and losses of every distinct configuration measured so far (ok ones by default)."""
         items = [(c, v[0]) for c, v in self._known.items() if not ok_only or v[1] == "ok"]
@@ -122,6 +127,14 @@ class Strategy:
     @property
     def remaining(self) -> int:
         return self.budget - self.used
+
+    def charge(self, count: int) -> None:
+        """Charge ``count`` more measurements (capped by the budget left) for configurations the
+        ledger answered for free: for a strategy that reproduces a counter which paid for them
+        again (the paper's GS). Each keeps its place in the best-so-far trace."""
+        count = max(0, min(int(count), self.budget - self.used))
+        self.used += count
+        self._trace += [self.best_loss] * count
 
     # -- ask / tell ----------------------------------------------------------------------------------
     @property
