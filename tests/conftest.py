@@ -57,11 +57,12 @@ def free_port() -> int:
 def pytest_sessionfinish(session, exitstatus):
     """Drop the stores AppTest pages cached, so no DuckDB connection outlives the test session."""
     import gc
+    import sys
 
-    import streamlit as st
-
-    st.cache_resource.clear()
-    gc.collect()
+    st = sys.modules.get("streamlit")  # only a session that imported it has stores to drop
+    if st is not None:
+        st.cache_resource.clear()
+        gc.collect()
 
 
 def kill_after(command: list[str], lines: int, parse) -> list:

@@ -65,3 +65,14 @@ def test_triton_matmul_block_sizes_warps_and_stages():
         assert [r.status for r in results] == ["ok", "ok"], results[0].error
         assert results[0].metadata["rel_error"] < 3e-2
     assert runner.measure({"BLOCK_M": 8})[0].status == "invalid"
+
+
+def test_one_untimed_warm_up_by_default_and_a_spec_may_say_otherwise():
+    # the first call compiles (Triton) and sets up libraries: it must not be one of the timed repeats
+    assert TorchRunner("matmul").warmup == 1
+    assert runner_from_spec({"kind": "torch", "op": "matmul"}).warmup == 1
+    assert runner_from_spec({"kind": "torch", "op": "matmul", "warmup": 0}).warmup == 0
+    calls = []
+    runner = TorchRunner("matmul", size=8, repeats=2)
+    runner.repeat_calls(lambda: calls.append(1) or 0.0, 2)
+    assert len(calls) == 3

@@ -280,4 +280,22 @@ constraints:
   - U_I == 1 or U_J == 1
   - U_I * U_J <= 8
 """,
+    "Triton matmul (CUDA GPU)": """\
+# A Triton fp16 matrix multiply timed with CUDA events on the first GPU; each configuration is
+# checked against float64. Tiles that do not fit the GPU's shared memory fail and are recorded.
+name: Triton matmul
+description: Triton fp16 matmul block sizes, warps and pipeline stages on a CUDA GPU
+objective: seconds
+direction: minimize
+runner: {kind: torch, op: triton_matmul, device: cuda, size: 4096, dtype: float16, inner: 10, repeats: 3}
+factors:
+  - {name: BLOCK_M, kind: ordinal, powers_of_two: [32, 256]}
+  - {name: BLOCK_N, kind: ordinal, powers_of_two: [32, 256]}
+  - {name: BLOCK_K, kind: ordinal, powers_of_two: [32, 128]}
+  - {name: GROUP_M, kind: ordinal, levels: [1, 4, 8, 16]}
+  - {name: num_warps, kind: ordinal, levels: [2, 4, 8]}
+  - {name: num_stages, kind: integer, low: 2, high: 5}
+constraints:
+  - (BLOCK_M + BLOCK_N) * BLOCK_K * 2 * num_stages <= 229376
+""",
 }

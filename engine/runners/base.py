@@ -115,9 +115,13 @@ class Runner(ABC):
     uses_gpu: bool = False
     #: Most repeats a configuration can have (a table holds one value per configuration).
     max_repeats: int | None = None
+    #: Untimed runs before the repeats when a spec names none.
+    default_warmup: ClassVar[int] = 0
 
-    def __init__(self, *, repeats: int = 1, warmup: int = 0, timeout: float | None = 60.0, check: Any = True) -> None:
+    def __init__(self, *, repeats: int = 1, warmup: int | None = None, timeout: float | None = 60.0,
+                 check: Any = True) -> None:
         self.repeats = check_int({"repeats": repeats}, "repeats", 1, 1, self.kind)
+        warmup = self.default_warmup if warmup is None else warmup
         self.warmup = check_int({"warmup": warmup}, "warmup", 0, 0, self.kind)
         self.timeout = check_positive({"timeout": timeout}, "timeout", 60.0, self.kind)
         self.check = check
@@ -127,7 +131,7 @@ class Runner(ABC):
         """The common options of a runner mapping, validated."""
         return {
             "repeats": check_int(options, "repeats", 1, 1, cls.kind),
-            "warmup": check_int(options, "warmup", 0, 0, cls.kind),
+            "warmup": check_int(options, "warmup", cls.default_warmup, 0, cls.kind),
             "timeout": check_positive(options, "timeout", 60.0, cls.kind),
             "check": options.get("check", True),
         }

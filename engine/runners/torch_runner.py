@@ -60,6 +60,9 @@ def _settings(op: str, defaults: Mapping[str, Any], config: Mapping[str, Any]) -
 
 class TorchRunner(Runner):
     kind = "torch"
+    #: The first call JIT-compiles a Triton kernel and sets up cuBLAS and the CUDA context: timed, it
+    #: made an H100's first repeat 20-160x slower than the next ones and swamped the mean.
+    default_warmup = 1
     OPTIONS = ("op", "device", "inner", "seed", *DEFAULTS)
 
     def __init__(self, op: str = "matmul", *, device: str = "cpu", inner: int = 1, seed: int = 0, **options) -> None:
