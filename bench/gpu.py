@@ -65,6 +65,14 @@ def replay(path: str, budget: int, reps: int) -> None:
     print(summary_table(comparison).to_string(index=False))
 
 
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="write the measured grid here (CSV)")
@@ -77,6 +85,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.replay:
         replay(args.replay, args.budget, args.reps)
+        return
+    if not _cuda_available():
+        print("no CUDA device here: skipped (run it on a GPU machine, or --replay a measured grid)")
         return
     began = time.perf_counter()
     table, cublas_s, device = measure_grid(args.size, args.repeats, args.inner)
