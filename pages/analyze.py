@@ -5,6 +5,7 @@ import streamlit as st
 
 from app.components import continue_from_decisions, flash, guard, show_flash, study_candidates, study_picker
 from app.state import get_store
+from app.decision_widgets import fix_editor, tuning_review
 from app.term_builder import term_builder
 from engine.analysis import analyze, coefficient_table, propose_decision
 from engine.analysis import plots
@@ -22,6 +23,13 @@ study = study_picker(store)
 if study is None:
     st.stop()
 spec = study.spec
+
+with st.sidebar:
+    actor = st.text_input("Your name (for the decisions log)", value=st.session_state.get("actor", "analyst"),
+                          key="actor_input")
+    st.session_state["actor"] = actor.strip() or "analyst"
+
+tuning_review(store, study, st.session_state["actor"])
 
 measurements = store.measurements(study.name)
 designs = store.designs(study.name)
@@ -61,11 +69,6 @@ if len(data) < 2:
 initial = designs.set_index("id").loc[design_id, "formula"] if design_id is not None else continued_formula
 initial = (f"{spec.objective} ~ {initial.split('~', 1)[-1].strip()}" if isinstance(initial, str) and initial
            else initial_formula(spec, data))
-
-with st.sidebar:
-    actor = st.text_input("Your name (for the decisions log)", value=st.session_state.get("actor", "analyst"),
-                          key="actor_input")
-    st.session_state["actor"] = actor.strip() or "analyst"
 
 left, right = st.columns([3, 2])
 with left:
@@ -156,20 +159,7 @@ if decision is not None:
     proposed_fix = decision.proposed["fix"]
     # widgets are keyed by the proposal, so a new proposal (after a model change) resets them
     version = abs(hash((result.model.formula, tuple(sorted(map(str, proposed_fix.items()))))))
-    st.markdown("**Fix these factors** (pre-filled with the proposal; change anything before accepting):")
-    chosen_fix = {}
-    grid = st.columns(3)
-    for i, name in enumerate(result.model.variables_):
-        factor = spec.space.factor(name)
-        box = grid[i % 3]
-        fixed = box.checkbox(f"fix {name}", value=name in proposed_fix, key=f"fix_{name}_{version}")
-        level_value = proposed_fix.get(name, best["point"].get(name))
-        levels = list(factor.levels)
-        index = levels.index(level_value) if level_value in levels else 0
-        level = box.selectbox(f"{name} level", levels, index=index, key=f"level_{name}_{version}",
-                             disabled=not fixed)
-        if fixed:
-            chosen_fix[name] = level
+    chosen_fix = fix_editor(spec.space, result.model.variables_, proposed_fix, best["point"], str(version))
     next_formula = st.text_input("Model for the next step", decision.proposed["formula"], key=f"next_formula_{version}")
     accept, reject = st.columns(2)
     note = st.text_input("Note (optional)", key="decision_note")

@@ -49,8 +49,6 @@ def test_tune_runs_dlmt_on_a_table_study_and_stores_everything(tmp_path):
     csv, db = tmp_path / "small.csv", tmp_path / "t.duckdb"
     write_csv(csv)
     run_cli("import", "table", str(csv), "--objective", "time", "--name", "small", db=db, check=True)
-    refused = run_cli("tune", "--study", "small", "--strategy", "DLMT", "--budget", "30", db=db)
-    assert refused.returncode == 2 and "--auto" in refused.stderr
     result = run_cli("tune", "--study", "small", "--strategy", "DLMT", "--budget", "30", "--auto", "--json", db=db,
                      check=True)
     data = json.loads(result.stdout)
@@ -65,3 +63,58 @@ def test_tune_runs_dlmt_on_a_table_study_and_stores_everything(tmp_path):
     assert len(decisions) == data["decisions"] and set(decisions["outcome"]) == {"auto"}
     text = run_cli("tune", "--study", "small", "--strategy", "RS", "--budget", "5", db=db, check=True).stdout
     assert text.startswith("best time = ") and "budget used 5 of 5" in text
+
+
+def _tune(db, *extra):
+    args = ("tune", "--study", "small", "--strategy", "DLMT", "--budget", "30", "--seed", "4", "--json", *extra)
+    return json.loads(run_cli(*args, db=db, check=True).stdout)
+
+
+def test_tune_without_auto_pauses_for_a_person_and_resumes_where_it_stopped(tmp_path):
+    from storage import Store
+
+    csv = tmp_path / "small.csv"
+    write_csv(csv)
+    dbs = {kind: tmp_path / f"{kind}.duckdb" for kind in ("auto", "person")}
+    for db in dbs.values():
+        run_cli("import", "table", str(csv), "--objective", "time", "--name", "small", db=db, check=True)
+    auto = _tune(dbs["auto"], "--auto")
+    db = dbs["person"]
+    nothing = run_cli("decide", "--study", "small", "accept", db=db)
+    assert nothing.returncode == 2 and "no tuning run waits" in nothing.stderr
+    first = _tune(db)
+    assert first["waiting_for_decision"] and first["pending"]["step"] == 1 and not first["finished"]
+    again = _tune(db)  # nobody answered: it stops at the same place without measuring anything
+    assert again["measurements"] == 0 and again["pending"] == first["pending"]
+    bad = run_cli("decide", "--study", "small", "edit", "--fix", "a=3", db=db)
+    assert bad.returncode == 2 and "'3' is not a level of 'a'" in bad.stderr and len(bad.stderr.splitlines()) == 1
+    rounds = 0
+    result = first
+    while result["waiting_for_decision"]:
+        run_cli("decide", "--study", "small", "accept", "--by", "ana", db=db, check=True)
+        result = _tune(db)
+        rounds += 1
+    # a person who accepts every proposal retraces the automatic run exactly, one step per call
+    assert rounds == auto["decisions"] and result["finished"]
+    assert result["best_config"] == auto["best_config"] and result["budget_used"] == auto["budget_used"]
+    with Store(db) as store:
+        measured, log = store.measurements("small"), store.decisions("small")
+    assert len(measured) == auto["measurements"] and not measured.duplicated(["a", "b", "c", "d", "repeat"]).any()
+    assert list(log["outcome"]) == ["proposed", "accepted"] * rounds and set(log.loc[1::2, "actor"]) == {"ana"}
+
+
+def test_an_edited_decision_steers_the_resumed_run(tmp_path):
+    from storage import Store
+
+    csv, db = tmp_path / "small.csv", tmp_path / "e.duckdb"
+    write_csv(csv)
+    run_cli("import", "table", str(csv), "--objective", "time", "--name", "small", db=db, check=True)
+    _tune(db)
+    run_cli("decide", "--study", "small", "edit", "--fix", "c=true", "--note", "hold c", db=db, check=True)
+    result = _tune(db)
+    with Store(db) as store:
+        measured, log = store.measurements("small"), store.decisions("small")
+    later = measured[measured["step"] > 1]
+    assert len(later) and later["c"].astype(bool).all()  # every later step stays inside the person's choice
+    edited = log[log["outcome"] == "edited"].iloc[0]
+    assert json.loads(edited["chosen"])["fix"] == {"c": True} and result["budget_used"] <= 30

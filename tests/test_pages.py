@@ -249,3 +249,38 @@ def test_an_accepted_decision_carries_into_the_next_design_step(app_db):
     design.button(key="design_save").click().run()
     with Store(app_db) as store:
         assert store.designs(name)["step"].tolist()[-1] == 2
+
+
+def test_analyze_page_answers_a_paused_tuning_run(app_db, tmp_path):
+    from tests.conftest import run_cli
+    from tests.strategies_support import write_csv
+
+    csv = tmp_path / "small.csv"
+    write_csv(csv)
+    run_cli("import", "table", str(csv), "--objective", "time", "--name", "small", db=app_db, check=True)
+    tune = ("tune", "--study", "small", "--budget", "30", "--json")
+    assert json.loads(run_cli(*tune, db=app_db, check=True).stdout)["waiting_for_decision"]
+    at = page("analyze.py").run()
+    assert not at.exception
+    assert any("tuning run waits for your decision (step 1)" in h.value for h in at.subheader)
+    at.sidebar.text_input(key="actor_input").input("ana").run()
+    [b for b in at.button if b.label == "Accept"][0].click().run()
+    assert not at.exception and "Step 1 accepted" in at.success[0].value
+    assert not any("waits for your decision" in h.value for h in at.subheader)
+    with Store(app_db) as store:
+        log = store.decisions("small")
+    assert log["outcome"].tolist() == ["proposed", "accepted"] and log["actor"].iloc[1] == "ana"
+    _release_page_store()  # DuckDB: one process owns the file, and the CLI is another one
+    resumed = json.loads(run_cli(*tune, db=app_db, check=True).stdout)
+    assert resumed["decisions"] >= 1 and resumed["budget_used"] > 0
+    assert resumed["finished"] or resumed["pending"]["step"] == 2  # past the answered step
+
+
+def _release_page_store() -> None:
+    """Close the store the pages cached (the same object ``app.state`` hands them) and forget it."""
+    import streamlit as st
+
+    from app.state import _open, db_path
+
+    _open(db_path()).close()
+    st.cache_resource.clear()

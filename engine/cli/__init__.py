@@ -12,7 +12,7 @@ import os
 import sys
 
 #: Sub-command modules, in the order they appear in ``tunelab --help``.
-COMMAND_MODULES = ("study", "imports", "export", "serve", "design", "analyze", "run", "measure", "bench", "tune")
+COMMAND_MODULES = ("study", "imports", "export", "serve", "design", "analyze", "run", "measure", "bench", "tune", "decide")
 
 
 def build_parser() -> argparse.ArgumentParser:

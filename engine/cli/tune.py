@@ -3,7 +3,9 @@
     tunelab tune --study NAME --strategy DLMT --budget 60 --auto [--json]
 
 Prints the best configuration, its value and the budget used. DLMT's decisions are logged to the
-store (``--auto`` accepts each one; reviewing them by hand happens on the Analyze page).
+store. ``--auto`` accepts each one; without it the run stops at each step's proposal, which a person
+accepts, edits or rejects on the Analyze page or with ``tunelab decide``; the same ``tunelab tune``
+command then resumes the run (engine.strategies.review).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--budget", type=int, required=True, help="most configurations to measure")
     p.add_argument("--seed", type=int, default=0, help="random seed (default %(default)s)")
     p.add_argument("--options", metavar="JSON", help='strategy options, e.g. \'{"threshold": 0.01}\'')
-    p.add_argument("--auto", action="store_true", help="accept every DLMT decision automatically")
+    p.add_argument("--auto", action="store_true",
+                   help="accept every DLMT decision automatically (without it: stop at each one for a person)")
     add_json(p)
     p.set_defaults(func=run)
 
@@ -33,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
     from engine.execution import Campaign
     from engine.runners import runner_from_spec
     from engine.strategies import Domain, make_strategy, options_of
-    from engine.strategies.tuning import candidates_for, tune
+    from engine.strategies import review
+    from engine.strategies.tuning import candidates_for, stored_results, tune
 
     try:
         options = json.loads(args.options) if args.options else {}
@@ -42,9 +46,8 @@ def run(args: argparse.Namespace) -> int:
     if not isinstance(options, dict):
         raise UserError('--options: expected a JSON object such as {"threshold": 0.01}')
     if "auto" in options_of(args.strategy):
-        if not args.auto:
-            raise UserError(f"tune --strategy {args.strategy}: pass --auto (decisions are reviewed by hand on the Analyze page)")
-        options["auto"] = True
+        options["auto"] = bool(args.auto)
+    run_id = review.run_key(args.strategy, args.seed, args.budget, options)
     with open_store(args) as store:
         study = store.get_study(args.study)
         spec = study.spec
@@ -62,14 +65,21 @@ def run(args: argparse.Namespace) -> int:
                                      metadata=result.metadata)
 
         def log(decision, step):
-            record_ = decision.to_record()
-            store.log_decision(study, kind=f"{strategy.name.lower()}-step", proposed=record_["proposed"],
-                               chosen=record_["chosen"], outcome="auto" if decision.by == "auto" else decision.status,
-                               actor=decision.by or "auto", explanation="\n".join(decision.explanation),
-                               evidence=record_, step=step)
+            if decision.by == "auto" and not review.taken(store.decisions(study.name), run_id, step)[1]:
+                store.log_decision(study, **review.log_entry(run_id, decision, step))
 
-        result = tune(strategy, Campaign(runner, space=spec.space), record, log)
+        def ask_person(proposal, step):
+            answer, logged = review.taken(store.decisions(study.name), run_id, step)
+            if answer is None and not logged:
+                store.log_decision(study, **review.log_entry(run_id, proposal, step))
+            return answer
+
+        stored = stored_results(store.measurements(args.study), spec.space.names)
+        result = tune(strategy, Campaign(runner, space=spec.space), record, log, stored=stored, review=ask_person)
     data = {"study": args.study, "strategy": strategy.name, "objective": spec.objective, **result.to_dict()}
+    waiting = strategy.pending_decision
+    if waiting is not None:
+        data["pending"] = {"step": strategy.step, "proposed": waiting.proposed, "explanation": list(waiting.explanation)}
     if result.best is None:
         text = f"{strategy.name} on '{args.study}': no successful measurement in {result.used} of {args.budget}"
     else:
@@ -77,5 +87,9 @@ def run(args: argparse.Namespace) -> int:
         text = (f"best {spec.objective} = {result.best['value']:.6g} at {config}\n"
                 f"budget used {result.used} of {args.budget} ({result.measurements} measurements stored, "
                 f"{result.decisions} decisions logged)")
+    if waiting is not None:
+        text += (f"\nstep {strategy.step} waits for your decision:\n" + "\n".join(f"  - {line}" for line in waiting.explanation)
+                 + f"\naccept, edit or reject it on the Analyze page or with `tunelab decide --study \"{args.study}\" "
+                 "accept|edit|reject`, then run this command again to go on")
     emit(data, args.json, text)
     return 0

@@ -1,0 +1,71 @@
+"""Decision widgets shared by the Analyze page's own proposal and a paused tuning run's proposal."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+import streamlit as st
+
+from app.components import flash, guard
+from engine.space import Space
+from storage import Store, StoredStudy
+
+
+def fix_editor(space: Space, names: Sequence[str], proposed: Mapping, point: Mapping, key: str) -> dict:
+    """A checkbox and a level per factor, pre-filled with the proposal; returns the chosen fix.
+    ``key`` names the proposal, so a new proposal resets the widgets."""
+    st.markdown("**Fix these factors** (pre-filled with the proposal; change anything before accepting):")
+    chosen = {}
+    grid = st.columns(3)
+    for i, name in enumerate(names):
+        box = grid[i % 3]
+        fixed = box.checkbox(f"fix {name}", value=name in proposed, key=f"fix_{name}_{key}")
+        levels = list(space.factor(name).levels)
+        value = proposed.get(name, point.get(name))
+        level = box.selectbox(f"{name} level", levels, index=levels.index(value) if value in levels else 0,
+                              key=f"level_{name}_{key}", disabled=not fixed)
+        if fixed:
+            chosen[name] = level
+    return chosen
+
+
+def tuning_review(store: Store, study: StoredStudy, actor: str) -> None:
+    """When a tuning run (``tunelab tune`` without ``--auto``) waits on this study, show its proposal
+    with accept / edit / reject; the answer goes to the decisions log for the run to resume from."""
+    from engine.strategies import review
+
+    waiting = review.pending(store.decisions(study.name))
+    if waiting is None:
+        return
+    decision, step = waiting["decision"], waiting["step"]
+    run = json.loads(waiting["run"])
+    with st.container(border=True):
+        st.subheader(f"A {run['strategy']} tuning run waits for your decision (step {step})")
+        st.caption(f"Seed {run['seed']}, budget {run['budget']}. Answer here, then run the same `tunelab tune` "
+                   "command again: it resumes from this decision without measuring anything twice.")
+        for line in decision.explanation:
+            st.markdown(f"- {line}")
+        anova = decision.evidence.get("anova")
+        if anova:
+            st.dataframe(pd.DataFrame(anova), hide_index=True, width="stretch", key=f"tune_anova_{waiting['id']}")
+        point = decision.evidence.get("predicted_best") or {}
+        if point:
+            st.caption("Predicted best: " + ", ".join(f"{k} = {v}" for k, v in point.items()))
+        key = f"tune_{waiting['id']}"
+        chosen_fix = fix_editor(study.spec.space, study.spec.space.names, decision.proposed["fix"], point, key)
+        formula = st.text_input("Model for the next step", decision.proposed["formula"], key=f"formula_{key}")
+        note = st.text_input("Note (optional)", key=f"note_{key}")
+        accept, reject = st.columns(2)
+        action = ("accept" if accept.button("Accept", type="primary", key=f"accept_{key}")
+                  else "reject" if reject.button("Reject", key=f"reject_{key}") else None)
+        if action is None:
+            return
+        if action == "accept" and (chosen_fix != decision.proposed["fix"] or formula != decision.proposed["formula"]):
+            action = "edit"
+        with guard():
+            final = review.resolve(decision, action, actor, fix=chosen_fix, formula=formula, note=note or None)
+            store.log_decision(study, **review.log_entry(waiting["run"], final, step))
+            flash(f"Step {step} {final.status}; run `tunelab tune` again to go on.")
+            st.rerun()
