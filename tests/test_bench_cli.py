@@ -118,3 +118,13 @@ def test_an_edited_decision_steers_the_resumed_run(tmp_path):
     assert len(later) and later["c"].astype(bool).all()  # every later step stays inside the person's choice
     edited = log[log["outcome"] == "edited"].iloc[0]
     assert json.loads(edited["chosen"])["fix"] == {"c": True} and result["budget_used"] <= 30
+
+
+def test_auto_takes_over_a_paused_run_and_answers_its_open_proposal(tmp_path):
+    csv, db = tmp_path / "small.csv", tmp_path / "a.duckdb"
+    write_csv(csv)
+    run_cli("import", "table", str(csv), "--objective", "time", "--name", "small", db=db, check=True)
+    assert _tune(db)["waiting_for_decision"]
+    assert _tune(db, "--auto")["finished"]
+    nothing = run_cli("decide", "--study", "small", "accept", db=db)
+    assert nothing.returncode == 2 and "no tuning run waits" in nothing.stderr

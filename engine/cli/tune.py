@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
                                      metadata=result.metadata)
 
         def log(decision, step):
-            if decision.by == "auto" and not review.taken(store.decisions(study.name), run_id, step)[1]:
+            if decision.by == "auto" and review.taken(store.decisions(study.name), run_id, step)[0] is None:
                 store.log_decision(study, **review.log_entry(run_id, decision, step))
 
         def ask_person(proposal, step):
