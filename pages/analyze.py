@@ -3,12 +3,18 @@
 import pandas as pd
 import streamlit as st
 
-from app.components import continue_from_decisions, flash, guard, show_flash, study_candidates, study_picker
-from app.state import get_store
+from app.components import (
+    continue_from_decisions,
+    flash,
+    guard,
+    show_flash,
+    study_candidates,
+    study_picker,
+)
 from app.decision_widgets import fix_editor, tuning_review
+from app.state import get_store
 from app.term_builder import term_builder
-from engine.analysis import analyze, coefficient_table, propose_decision
-from engine.analysis import plots
+from engine.analysis import analyze, coefficient_table, plots, propose_decision
 from engine.analysis.diagnostics import qq_data, residual_diagnostics
 from engine.analysis.effects import effect_screening, interaction_effects, main_effects
 from engine.analysis.options import TRANSFORMS

@@ -35,8 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from engine.errors import UserError
     from engine.execution import Campaign
     from engine.runners import runner_from_spec
-    from engine.strategies import Domain, make_strategy, options_of
-    from engine.strategies import review
+    from engine.strategies import Domain, make_strategy, options_of, review
     from engine.strategies.tuning import candidates_for, stored_results, tune
 
     try:
