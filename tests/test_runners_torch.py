@@ -76,17 +76,3 @@ def test_one_untimed_warm_up_by_default_and_a_spec_may_say_otherwise():
     runner = TorchRunner("matmul", size=8, repeats=2)
     runner.repeat_calls(lambda: calls.append(1) or 0.0, 2)
     assert len(calls) == 3
-
-
-def test_inputs_and_the_float64_reference_are_built_once_per_problem():
-    import pickle
-
-    runner = TorchRunner("matmul", size=64, dtype="float32", repeats=1)
-    assert runner.measure({"layout": "nn"})[0].ok
-    key, inputs, reference = runner._problem
-    assert reference is not None
-    assert runner.measure({"layout": "nn", "threads": 1})[0].ok  # same problem: same tensors, no new reference
-    assert runner._problem[1] is inputs and runner._problem[2] is reference
-    result = runner.measure({"layout": "nn", "size": 32})[0]  # a new problem gets its own check
-    assert result.ok and runner._problem[0] != key and runner._problem[2].shape == (32, 32)
-    assert pickle.loads(pickle.dumps(runner))._problem is None

@@ -78,31 +78,12 @@ class TorchRunner(Runner):
         self.inner = check_int({"inner": inner}, "inner", 1, 1, self.kind)
         self.defaults = {**DEFAULTS, **options}
         self.uses_gpu = device.startswith("cuda")
-        #: The last problem's inputs and float64 reference. Every configuration of a tuning run
-        #: usually shares one problem, and building the reference costs seconds (a 4096³ fp64
-        #: matmul on the CPU): without this it was about 85 % of an H100 tuning run's wall time.
-        self._problem: tuple[tuple, Any, Any] | None = None
 
     @classmethod
     def from_spec(cls, spec: Mapping, **_) -> TorchRunner:
         check_options(spec, cls.OPTIONS, cls.kind)
         options = {k: spec[k] for k in cls.OPTIONS if k in spec}
         return cls(**options, **cls.common(spec))
-
-    def __getstate__(self) -> dict:
-        """Workers get the runner without the cached tensors (they build their own)."""
-        return {**self.__dict__, "_problem": None}
-
-    def _problem_key(self, values: Mapping[str, Any]) -> tuple:
-        """What the inputs (and so the reference) depend on; block sizes and the like do not count."""
-        shape = ("batch", "channels", "kernel_size") if self.op == "conv2d" else ()
-        return (values["size"], values["dtype"], values["layout"], *(values[k] for k in shape))
-
-    def _cached_inputs(self, torch, values: Mapping[str, Any]):
-        key = self._problem_key(values)
-        if self._problem is None or self._problem[0] != key:
-            self._problem = (key, self._inputs(torch, values), None)
-        return self._problem[1]
 
     def _inputs(self, torch, values: Mapping[str, Any]):
         dtype = getattr(torch, values["dtype"])
@@ -152,7 +133,7 @@ class TorchRunner(Runner):
             torch.set_num_threads(previous_threads)
 
     def _timed(self, torch, values: Mapping[str, Any], repeats: int) -> Trial:
-        inputs = self._cached_inputs(torch, values)
+        inputs = self._inputs(torch, values)
         operation = self._operation(torch, values)
         device_name = torch.cuda.get_device_name(torch.device(self.device)) if self.uses_gpu else "cpu"
 
@@ -184,14 +165,12 @@ class TorchRunner(Runner):
         return trial
 
     def _error(self, torch, operation, inputs) -> float:
-        """Norm-wise relative error of one output against the same inputs computed in float64 on the CPU
-        (the reference is computed once per problem)."""
+        """Norm-wise relative error of one output against the same inputs computed in float64 on the CPU."""
         with torch.inference_mode():
             out = operation(*inputs).to("cpu", torch.float64)
-            key, cached, reference = self._problem
-            if reference is None:
-                exact = torch.matmul if self.op == "triton_matmul" else operation
-                reference = exact(*(t.to("cpu", torch.float64) for t in inputs))
-                self._problem = (key, cached, reference)
+            if self.op == "triton_matmul":
+                reference = torch.matmul(*(t.to("cpu", torch.float64) for t in inputs))
+            else:
+                reference = operation(*(t.to("cpu", torch.float64) for t in inputs))
         scale = float(reference.abs().max())
         return float((out - reference).abs().max()) / (scale if scale > 0 else 1.0)
