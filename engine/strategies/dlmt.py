@@ -42,9 +42,11 @@ for runs a person reviews. Both apply the same rule.
 
 Deviations from the paper's Laplacian scripts (dlmt.md §4.4): factors are chosen by ANOVA alone,
 most significant first, not by a hand-written schedule; measurements of earlier steps in the same
-subspace are reused (Orio's later versions); designs come from a candidate sample (Orio), not the
-whole table; the predicted best is measured and charged (the paper looked it up for free); the
-answer is the best *measured* configuration.
+subspace are reused (Orio's later versions); designs come from a candidate sample of ``pool`` × runs
+(the whole table when it is smaller); Box–Cox is estimated at every step, not only in steps 1–2;
+the predicted best is measured and charged (the paper looked it up for free); the answer is the
+best *measured* configuration. Deviation from the issue's rule ("ncv test, then Box–Cox when it
+fails"): that rule is ``transform="auto-round"``, not the default, for the reason in item 3.
 """
 
 from __future__ import annotations
