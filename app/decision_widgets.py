@@ -62,8 +62,6 @@ def tuning_review(store: Store, study: StoredStudy, actor: str) -> None:
                   else "reject" if reject.button("Reject", key=f"reject_{key}") else None)
         if action is None:
             return
-        if action == "accept" and (chosen_fix != decision.proposed["fix"] or formula != decision.proposed["formula"]):
-            action = "edit"
         with guard():
             final = review.resolve(decision, action, actor, fix=chosen_fix, formula=formula, note=note or None)
             store.log_decision(study, **review.log_entry(waiting["run"], final, step))

@@ -170,9 +170,7 @@ if decision is not None:
     accept, reject = st.columns(2)
     note = st.text_input("Note (optional)", key="decision_note")
     if accept.button("Accept decision", type="primary", key="accept_decision"):
-        changed = chosen_fix != proposed_fix or next_formula != decision.proposed["formula"]
-        final = (decision.edit(actor, fix=chosen_fix, formula=next_formula, note=note or None) if changed
-                 else decision.accept(actor, note=note or None))
+        final = decision.settle(actor, fix=chosen_fix, formula=next_formula, note=note or None)
         record = final.to_record()
         with guard():
             store.save_model(study, step=step, formula=result.model.formula, transform=summary.transform,

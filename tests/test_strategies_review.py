@@ -54,3 +54,9 @@ def test_resolve_checks_its_action(proposal):
         review.resolve(proposal, "edit", "ana")
     with pytest.raises(UserError, match="'maybe'"):
         review.resolve(proposal, "maybe", "ana")
+
+
+def test_accepting_an_unchanged_proposal_is_an_accept_and_a_touched_one_an_edit(proposal):
+    assert proposal.settle("ana", fix=dict(proposal.proposed["fix"]), formula=proposal.proposed["formula"]).status == "accepted"
+    assert proposal.settle("ana", fix={}).status == "edited"
+    assert proposal.settle("ana", formula="y ~ 1").chosen["formula"] == "y ~ 1"

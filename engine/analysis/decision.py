@@ -69,6 +69,14 @@ class Decision:
         }
         return replace(self, status="edited", chosen=chosen, by=by, note=note, decided_at=_now())
 
+    def settle(self, by: str, *, fix: Mapping | None = None, formula: str | None = None,
+               note: str | None = None) -> Decision:
+        """Accept when ``fix`` and ``formula`` leave the proposal as it is, else record the edit
+        (what a person's "accept" button means after touching the pre-filled widgets)."""
+        same = ((fix is None or dict(fix) == self.proposed["fix"])
+                and (formula is None or formula == self.proposed["formula"]))
+        return self.accept(by, note=note) if same else self.edit(by, fix=fix, formula=formula, note=note)
+
     def reject(self, by: str, note: str | None = None) -> Decision:
         return replace(self, status="rejected", chosen=None, by=by, note=note, decided_at=_now())
 

@@ -14,8 +14,9 @@ Generic and automatic (docs/dlmt.md §5, Orio's ``dlmt.py``), with no factor ord
    after dropping the terms they cannot separate. The default ``pool`` of 1000 means the whole
    subspace of a table as large as the Laplacian's, as the paper's scripts did: Orio's 30 leaves
    an 11-term model's design to a sample of 720 rows, and on the Laplacian benchmark those weaker
-   designs fixed a factor at the wrong level in about 2 runs in 1000 (max slowdown 1.19–1.22). Configurations of the subspace already measured
-   are forced in (``reuse``): free, and part of the fit. A subspace no larger than the design is
+   designs fixed a factor at the wrong level in about 2 runs in 1000 (max slowdown 1.19–1.22).
+   Configurations of the subspace already measured are forced in (``reuse``): free, and part of
+   the fit. A subspace no larger than the design is
    measured whole instead, and ends the search.
 3. **Fit and test** on every successful measurement of the subspace: OLS, car's ncvTest, a Box–Cox
    transform, then Type I ANOVA. ``transform="boxcox-round"`` (default; the paper's Laplacian DLMT)

@@ -82,16 +82,15 @@ def pending(log: pd.DataFrame) -> dict | None:
 
 def resolve(decision, action: str, by: str, *, fix: Mapping | None = None, formula: str | None = None,
             note: str | None = None):
-    """The decision accepted, edited (new ``fix`` and/or ``formula``) or rejected by ``by``."""
+    """The decision rejected, or accepted by ``by`` (recorded as an edit when ``fix`` or
+    ``formula`` differ from the proposal)."""
     if action not in ACTIONS:
         raise UserError(f"decision action {action!r} must be one of {', '.join(ACTIONS)}")
-    if action == "accept":
-        return decision.accept(by, note=note)
     if action == "reject":
         return decision.reject(by, note=note)
-    if fix is None and formula is None:
+    if action == "edit" and fix is None and formula is None:
         raise UserError("decision edit: give the factors to fix or the next formula")
-    return decision.edit(by, fix=fix, formula=formula, note=note)
+    return decision.settle(by, fix=fix, formula=formula, note=note)
 
 
 def log_entry(run: str, decision, step: int) -> dict[str, Any]:
