@@ -1,20 +1,38 @@
-# Tunelab: `make run` serves the dashboard, `make test` runs the tests. Both install what they need.
+# Tunelab: `make run` serves the dashboard, `make test` runs the tests. Both install what they need,
+# at the exact versions (and hashes) of requirements.lock; `make lock` refreshes that file.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 PORT   ?= 8501
 DB     ?= tunelab.duckdb
 STAMP   = $(VENV)/.installed
+LOCK    = requirements.lock
+# uv resolves and installs from the lock; it is itself pinned so that two machines install alike.
+UV_VERSION = 0.13.9
+UV      = $(BIN)/uv
+# The CPU build of torch 2.13.0 lies in a local wheel folder on the project's machines (PyPI's is a CUDA build).
+WHEELS ?= /opt/wheels
+FIND_LINKS = $(if $(wildcard $(WHEELS)),--find-links $(WHEELS))
+# BLAS kernels `make test-blas` runs the numerical tests under ("unset": OpenBLAS picks one for the CPU).
+BLAS_KERNELS ?= unset Haswell Zen SandyBridge SkylakeX Nehalem Prescott
 
-.PHONY: install run test test-fast bench system-test-deps clean
+.PHONY: install lock run test test-fast test-blas fuzz bench system-test-deps clean
 
-$(STAMP): pyproject.toml
+$(UV):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet uv==$(UV_VERSION)
+
+$(STAMP): $(LOCK) pyproject.toml | $(UV)
+	$(UV) pip sync --quiet --python $(BIN)/python --require-hashes $(FIND_LINKS) $(LOCK)
+	$(UV) pip install --quiet --python $(BIN)/python --no-deps -e .
 	@touch $(STAMP)
 
 install: $(STAMP)
+
+# Every dependency (runtime and test extras) resolved for CPython 3.11 on x86-64 Linux, with hashes.
+lock: | $(UV)
+	$(UV) pip compile pyproject.toml --extra test --generate-hashes --python-version 3.11 \
+	  --python-platform x86_64-manylinux_2_28 $(FIND_LINKS) --no-emit-find-links --quiet -o $(LOCK)
 
 run: install
 	$(BIN)/tunelab --db $(DB) serve --port $(PORT)
@@ -36,6 +54,22 @@ test: install system-test-deps
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not browser"
+
+# A developer target: the numerical tests once per OpenBLAS kernel. `make test` and CI never touch
+# OPENBLAS_CORETYPE; here each run sets it (or unsets it, with OPENBLAS_L2_SIZE) and prints the kernel used.
+test-blas: install system-test-deps
+	@failed=""; for kernel in $(BLAS_KERNELS); do \
+	  if [ "$$kernel" = unset ]; then run="env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE"; \
+	  else run="env OPENBLAS_CORETYPE=$$kernel"; fi; \
+	  echo "== OPENBLAS_CORETYPE=$$kernel: $$($$run $(BIN)/python tests/helpers/blas_kernel.py)"; \
+	  $$run $(BIN)/python -m pytest -q -p no:cacheprovider -m "not browser" || failed="$$failed $$kernel"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "test-blas failed under:$$failed"; exit 1; fi; echo "test-blas passed under: $(BLAS_KERNELS)"
+
+# The parser fuzz suite, long: FUZZ_EXAMPLES examples per target (make test runs a few hundred each).
+FUZZ_EXAMPLES ?= 100000
+fuzz: install
+	HYPOTHESIS_PROFILE=fuzz FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q -p no:cacheprovider tests/fuzz
 
 bench: install
 	@for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done

@@ -49,7 +49,9 @@ def test_auto_dlmt_yields_accepted_decisions_and_fixes_factors(table):
         for factor, level in d.chosen["fix"].items():
             later = history[(history["step"] > step) & history["charged"]]
             assert (later[factor] == level).all()
-    assert table.slowdown(s.best_value) <= 1.1
+    # This run ends at b = 2 (b = 2 and b = 4 tie for second best): a slowdown of exactly 1.1, on the
+    # bound, so the bound gets the same rounding slack as test_strategies_search's MODEL_BASED limits.
+    assert table.slowdown(s.best_value) <= 1.1 + 1e-12
 
 
 def test_steppable_dlmt_waits_for_a_person_and_applies_an_edit(table):

@@ -51,13 +51,30 @@ def test_respects_the_budget_and_handles_invalid_and_failed_rows(table, name):
             assert np.isfinite(s.best_value) and s.best_value >= table.optimum
 
 
+def _design_d(strategy) -> float:
+    """D-criterion (over every candidate) of the design a DOPT run measured first."""
+    from engine.design import criteria
+
+    design = strategy.domain.from_frame(strategy.history().iloc[: strategy.runs])
+    X, _ = strategy.columns.matrix(strategy.terms, index=design)
+    everything, _ = strategy.columns.matrix(strategy.terms, index=strategy.domain.index)
+    return criteria(X, everything).D
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_same_seed_same_run(table, name):
     a, b = run(table, name, 20, 7), run(table, name, 20, 7)
     assert a.history().equals(b.history())
-    other = run(table, name, 20, 8).history()
-    if name not in ("GS",):  # one greedy descent may coincide
-        assert not other.equals(a.history())
+    other = run(table, name, 20, 8)
+    if name == "DOPT":
+        # Over the whole table the seed only picks the exchange's random starts, and they converge on one
+        # of a few designs of (nearly) equal D; which one is decided by the last bits of the exchange gains
+        # (seeds 7 and 8 give the same run with OPENBLAS_CORETYPE=Nehalem or Prescott, not with Haswell).
+        # What another seed must not change is the quality of the design (a random design of 19 rows
+        # has a D a third lower or worse).
+        assert _design_d(other) == pytest.approx(_design_d(a), rel=0.01)
+    elif name not in ("GS",):  # one greedy descent may coincide
+        assert not other.history().equals(a.history())
 
 
 def test_describe_lists_every_strategy_with_its_options():
