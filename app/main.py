@@ -1,5 +1,13 @@
-"""Tunelab dashboard entry point: ``python -m streamlit run app/main.py`` (or ``tunelab serve``)."""
+"""Tunelab dashboard entry point: ``python -m streamlit run app/main.py`` (or ``tunelab serve``).
 
+Loopback only unless asked: Streamlit reads ``.streamlit/config.toml`` from the folder it starts
+in, so ``streamlit run /path/to/app/main.py`` from anywhere else binds every interface. Where the
+server is bound to anything but a loopback address (or nothing, meaning every interface), the
+dashboard shows one error and nothing else unless ``TUNELAB_ALLOW_REMOTE=1`` says that was meant
+(``tunelab serve --host ADDRESS`` sets it: naming the address is asking).
+"""
+
+import os
 import sys
 from pathlib import Path
 
@@ -10,6 +18,13 @@ if str(ROOT) not in sys.path:
 import streamlit as st  # noqa: E402
 
 from app.navigation import pages  # noqa: E402
+from engine.cli.serve import ALLOW_REMOTE, is_loopback  # noqa: E402
 
 st.set_page_config(page_title="Tunelab", page_icon=":material/tune:", layout="wide")
+address = st.get_option("server.address")
+if not is_loopback(address) and os.environ.get(ALLOW_REMOTE) != "1":
+    st.error(f"server.address {address or '(unset: every interface)'}: this dashboard serves its database to "
+             f"whoever can reach it. Start it with `tunelab serve` (127.0.0.1), pass `--server.address 127.0.0.1`, "
+             f"or set {ALLOW_REMOTE}=1 if exposing it is intended.")
+    st.stop()
 st.navigation(pages()).run()

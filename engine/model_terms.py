@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from engine.formula import parse
+from engine.formula import FormulaError, parse
 from engine.space import Space
 
 KINDS = ("linear", "quadratic", "cubic", "inverse")
@@ -56,7 +56,9 @@ def to_formula(choice: TermChoice, response: str | None = None) -> str:
 
 
 def from_formula(formula: str, space: Space) -> TermChoice:
-    """The checkbox view of ``formula`` (checked against the space's factor names)."""
+    """The checkbox view of ``formula`` (checked against the space's factor names; a response is ignored)."""
+    if not isinstance(formula, str):
+        raise FormulaError(f"formula: expected text, got {type(formula).__name__}")
     parsed = parse("~ " + formula.split("~", 1)[-1], space.names)
     choice = TermChoice()
     for term in parsed.terms:

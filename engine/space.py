@@ -11,7 +11,10 @@ enumerating two million configurations is a handful of numpy passes, not a Pytho
 
 from __future__ import annotations
 
+import keyword
 import math
+import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,13 +23,53 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError
-from engine.expr import Expression, ExpressionError
+from engine.expr import CONSTRAINT_FUNCTIONS, FORMULA_FUNCTIONS, Expression, ExpressionError, brief
 
 KINDS = ("ordinal", "integer", "categorical", "boolean")
 #: Largest factorial product that :meth:`Space.enumerate` will materialise.
 MAX_ENUMERATE = 2_000_000
+#: Most levels one factor may have, however they are written (a list, a range, powers of two).
+MAX_LEVELS = 100_000
+#: Longest factor name: names appear in messages, column headers and exported macro names.
+MAX_NAME = 100
+#: Names an expression or formula reads as something else: Python keywords (``lambda``, ``True``)
+#: and the whitelisted functions (``min``, ``log``, ``I``, the ``np`` of ``np.log``).
+RESERVED_NAMES = frozenset(keyword.kwlist) | frozenset(CONSTRAINT_FUNCTIONS) | {
+    f.split(".")[0] for f in FORMULA_FUNCTIONS
+}
+#: Integer levels are stored as int64.
+_INT64 = 2**63
+_LEVEL_TYPES = (str, bool, int, float, np.generic)
+_INT_TEXT = re.compile(r"\s*[+-]?\d+\s*")
 _TRUE_WORDS = {"true", "yes", "on", "1"}
 _FALSE_WORDS = {"false", "no", "off", "0"}
+
+
+def check_factor_name(name: Any) -> str:
+    """A factor name must work as a column, in constraints and in formulas, and read the same in each."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise UserError(f"factor name {brief(name)} must be an identifier (letters, digits, _)")
+    if len(name) > MAX_NAME:
+        raise UserError(f"factor name {brief(name)} is longer than {MAX_NAME} characters")
+    if name in RESERVED_NAMES:
+        raise UserError(f"factor name '{name}' is reserved in expressions (a Python keyword or function); rename it")
+    normal = unicodedata.normalize("NFKC", name)  # how Python reads the identifier in an expression
+    if normal != name:
+        raise UserError(f"factor name {name!r} reads as {normal!r} in expressions; use that")
+    return name
+
+
+def check_level_count(name: str, count: int, written: str) -> None:
+    """One limit on levels however they are written, checked before any level is built."""
+    if count > MAX_LEVELS:
+        raise UserError(f"factor {brief(name)}: {written} has more than {MAX_LEVELS:,} levels")
+
+
+def _in_int64(value: int | float, name: str) -> int:
+    """``value`` as an int64 level; refused by name when it is outside that range."""
+    if not -_INT64 <= value < _INT64:
+        raise UserError(f"factor '{name}': level {brief(value)} is outside the 64-bit integer range")
+    return int(value)
 
 
 def _as_bool(value: Any, name: str) -> bool:
@@ -36,21 +79,35 @@ def _as_bool(value: Any, name: str) -> bool:
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in _TRUE_WORDS | _FALSE_WORDS:
         return value.strip().lower() in _TRUE_WORDS
-    raise UserError(f"factor '{name}': level {value!r} is not a boolean")
+    raise UserError(f"factor '{name}': level {brief(value)} is not a boolean")
 
 
 def _as_number(value: Any, name: str) -> float | int:
     if isinstance(value, (bool, np.bool_)):
-        raise UserError(f"factor '{name}': level {value!r} is not numeric")
+        raise UserError(f"factor '{name}': level {brief(value)} is not numeric")
     if isinstance(value, (int, np.integer)):
-        return int(value)
+        return _in_int64(int(value), name)
+    if isinstance(value, str) and _INT_TEXT.fullmatch(value):  # exactly, not via a float that rounds 2**53 + 1
+        if len(value.strip().lstrip("+-").lstrip("0")) > 19:  # before int() meets 5,000 digits
+            raise UserError(f"factor '{name}': level {brief(value)} is outside the 64-bit integer range")
+        return _in_int64(int(value), name)
     try:
         number = float(value)
-    except (TypeError, ValueError):
-        raise UserError(f"factor '{name}': level {value!r} is not numeric") from None
+    except (TypeError, ValueError, OverflowError):
+        raise UserError(f"factor '{name}': level {brief(value)} is not numeric") from None
     if not math.isfinite(number):
-        raise UserError(f"factor '{name}': level {value!r} is not a finite number")
-    return int(number) if number.is_integer() and not isinstance(value, float) else number
+        raise UserError(f"factor '{name}': level {brief(value)} is not a finite number")
+    return _in_int64(number, name) if number.is_integer() and not isinstance(value, float) else number
+
+
+def first_duplicate(values: Sequence) -> Any:
+    """The first value seen twice (None when all differ), for a message naming it."""
+    seen: set = set()
+    for value in values:
+        if value in seen:
+            return value
+        seen.add(value)
+    return None
 
 
 @dataclass(frozen=True)
@@ -62,38 +119,39 @@ class Factor:
     levels: tuple
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name.isidentifier():
-            raise UserError(f"factor name {self.name!r} must be an identifier (letters, digits, _)")
+        check_factor_name(self.name)
         if self.kind not in KINDS:
-            raise UserError(f"factor '{self.name}': kind {self.kind!r} is not one of {', '.join(KINDS)}")
+            raise UserError(f"factor '{self.name}': kind {brief(self.kind)} is not one of {', '.join(KINDS)}")
         levels = list(self.levels) if self.levels is not None else []
         if self.kind == "boolean" and not levels:
             levels = [False, True]
         if not levels:
             raise UserError(f"factor '{self.name}': empty level list")
+        check_level_count(self.name, len(levels), f"the list of {len(levels):,} levels")
+        odd = next((v for v in levels if not isinstance(v, _LEVEL_TYPES)), None)
+        if odd is not None or None in levels:  # str() would turn [1, 2] or None into a level silently
+            raise UserError(f"factor '{self.name}': level {brief(odd)} is not a number, text or boolean")
         if self.kind == "boolean":
             clean = sorted({_as_bool(v, self.name) for v in levels})
         elif self.kind == "categorical":
             clean = [str(v) for v in levels]
             if len(set(clean)) != len(clean):
-                raise UserError(f"factor '{self.name}': duplicate levels in {clean}")
+                raise UserError(f"factor '{self.name}': level {brief(first_duplicate(clean))} appears twice")
         else:
             numbers = [_as_number(v, self.name) for v in levels]
             if self.kind == "integer" and any(float(v) != int(v) for v in numbers):
                 bad = next(v for v in numbers if float(v) != int(v))
-                raise UserError(f"factor '{self.name}': level {bad!r} is not an integer")
+                raise UserError(f"factor '{self.name}': level {brief(bad)} is not an integer")
             if self.kind == "integer":
-                numbers = [int(v) for v in numbers]
+                numbers = [_in_int64(v, self.name) for v in numbers]
             if len(set(numbers)) != len(numbers):
-                raise UserError(f"factor '{self.name}': duplicate levels in {numbers}")
+                raise UserError(f"factor '{self.name}': level {brief(first_duplicate(numbers))} appears twice")
             clean = sorted(numbers)
         object.__setattr__(self, "levels", tuple(clean))
 
     @classmethod
     def integer_range(cls, name: str, low: int, high: int, step: int = 1) -> "Factor":
-        if step <= 0 or high < low:
-            raise UserError(f"factor '{name}': empty range {low}..{high} step {step}")
-        return cls(name, "integer", tuple(range(int(low), int(high) + 1, int(step))))
+        return cls(name, "integer", tuple(level_range(name, low, high, step)))
 
     @property
     def numeric(self) -> bool:
@@ -171,7 +229,7 @@ class Space:
         for f in self.factors:
             if f.name == name:
                 return f
-        raise UserError(f"space: unknown factor '{name}'")
+        raise UserError(f"space: unknown factor {brief(name)}")
 
     @property
     def size(self) -> int:
@@ -189,12 +247,19 @@ class Space:
     def from_dict(cls, data: Mapping) -> "Space":
         if not isinstance(data, Mapping) or "factors" not in data:
             raise UserError("space: missing 'factors'")
+        items, constraints = data["factors"] or [], data.get("constraints") or []
+        if not isinstance(items, (list, tuple)):
+            raise UserError(f"space: 'factors' must be a list, got {brief(items)}")
         factors = []
-        for i, item in enumerate(data["factors"] or []):
+        for i, item in enumerate(items):
             if not isinstance(item, Mapping) or "name" not in item:
                 raise UserError(f"space: factor #{i + 1} has no 'name'")
             factors.append(_factor_from_dict(item))
-        return cls(factors, data.get("constraints") or ())
+        if isinstance(constraints, str):
+            constraints = [constraints]
+        if not isinstance(constraints, (list, tuple)) or not all(isinstance(c, str) for c in constraints):
+            raise UserError(f"space: 'constraints' must be a list of strings, got {brief(constraints)}")
+        return cls(factors, constraints)
 
     def fix(self, assignments: Mapping[str, Any]) -> "Space":
         """The sub-space with some factors held at one level (a DLMT step after a decision)."""
@@ -203,13 +268,13 @@ class Space:
             if f.name in assignments:
                 value = assignments[f.name]
                 if f.index_of([value])[0] < 0:
-                    raise UserError(f"factor '{f.name}': value {value!r} is not one of its levels")
+                    raise UserError(f"factor '{f.name}': value {brief(value)} is not one of its levels")
                 factors.append(Factor(f.name, f.kind, (f.levels[f.index_of([value])[0]],)))
             else:
                 factors.append(f)
         unknown = set(assignments) - set(self.names)
         if unknown:
-            raise UserError(f"space: unknown factor '{sorted(unknown)[0]}'")
+            raise UserError(f"space: unknown factor {brief(sorted(unknown, key=str)[0])}")
         return Space(factors, self.constraints)
 
     # -- validity ------------------------------------------------------------------------------
@@ -233,11 +298,7 @@ class Space:
         """Rows of ``columns`` satisfying every constraint."""
         mask = np.ones(n, dtype=bool)
         for expr in self._compiled:
-            try:
-                result = expr.evaluate(columns)
-            except (TypeError, ValueError) as exc:
-                raise UserError(f"constraint {expr.text!r}: cannot be evaluated ({exc})") from None
-            mask &= np.broadcast_to(np.asarray(result, dtype=bool), (n,))
+            mask &= _satisfied(expr, columns, n)
         return mask
 
     def valid_mask(self, frame: pd.DataFrame) -> np.ndarray:
@@ -257,7 +318,7 @@ class Space:
             idx = f.index_of(frame[f.name].to_numpy())
             if (idx < 0).any():
                 bad = frame[f.name].to_numpy()[np.argmax(idx < 0)]
-                raise UserError(f"factor '{f.name}': value {bad!r} is not one of its levels")
+                raise UserError(f"factor '{f.name}': value {brief(bad)} is not one of its levels")
             out[:, j] = idx
         return out
 
@@ -288,27 +349,29 @@ class Space:
         grids = np.indices(counts, dtype=np.int32 if self.size < 2**31 else np.int64)
         return grids.reshape(len(counts), -1).T
 
-    def enumerate(self) -> pd.DataFrame:
-        """Every valid configuration, first factor varying slowest; raises for huge spaces."""
+    def index_columns(self, index: np.ndarray) -> dict[str, np.ndarray]:
+        """Factor columns (natural dtypes) of level indices, rows × factors: what constraints evaluate."""
+        return {f.name: f.level_array()[index[:, j]] for j, f in enumerate(self.factors)}
+
+    def _valid_grid(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
         if not self.enumerable:
             raise UserError(
                 f"space: {self.size:,} configurations is more than {MAX_ENUMERATE:,} to enumerate; sample instead"
             )
         index = self._grid_index()
-        columns = {f.name: f.level_array()[index[:, j]] for j, f in enumerate(self.factors)}
-        mask = self.constraint_mask(columns, len(index))
+        columns = self.index_columns(index)
+        return columns, self.constraint_mask(columns, len(index))
+
+    def enumerate(self) -> pd.DataFrame:
+        """Every valid configuration, first factor varying slowest; raises for huge spaces."""
+        columns, mask = self._valid_grid()
         if not mask.any():
             raise UserError(self.explain_empty())
         return pd.DataFrame({name: col[mask] for name, col in columns.items()}).reset_index(drop=True)
 
     def count_valid(self) -> int:
         """Exact number of valid configurations (enumerable spaces only)."""
-        try:
-            return len(self.enumerate())
-        except UserError:
-            if self.enumerable:
-                return 0
-            raise
+        return int(self._valid_grid()[1].sum())
 
     def sample(self, n: int, seed: int | None = None, exclude: pd.DataFrame | None = None) -> pd.DataFrame:
         """``n`` distinct valid configurations, uniformly at random, reproducible by ``seed``.
@@ -379,29 +442,73 @@ class Space:
         alone excludes every row, else the constraints together."""
         if frame is None:
             index = self._grid_index()
-            columns = {f.name: f.level_array()[index[:, j]] for j, f in enumerate(self.factors)}
-            n = len(index)
+            columns, n = self.index_columns(index), len(index)
         else:
             columns, n = self._columns(frame), len(frame)
         for expr in self._compiled:
-            if not np.broadcast_to(np.asarray(expr.evaluate(columns), dtype=bool), (n,)).any():
-                return f"constraint {expr.text!r} excludes every configuration"
+            if not _satisfied(expr, columns, n).any():
+                return f"constraint {brief(expr.text, 100)} excludes every configuration"
         return "the constraints together exclude every configuration"
 
 
+def _satisfied(expr: Expression, columns: Mapping[str, np.ndarray], n: int) -> np.ndarray:
+    """Rows satisfying one constraint; an evaluation failure is the constraint's one-line error."""
+    try:
+        return np.broadcast_to(np.asarray(expr.evaluate(columns), dtype=bool), (n,))
+    except ExpressionError as exc:  # already one line naming the constraint
+        raise UserError(str(exc)) from None
+    except (TypeError, ValueError, ArithmeticError) as exc:
+        reason = " ".join(str(exc).split())[:100]
+        raise UserError(f"constraint {brief(expr.text, 100)}: cannot be evaluated ({reason})") from None
+
+
+def level_range(name: str, low: Any, high: Any, step: Any = 1, written: str | None = None) -> range:
+    """``low..high`` by ``step`` as a range, refused before it is built when empty, huge or not integers."""
+    written = written or f"{brief(low)}..{brief(high)} step {brief(step)}"
+    if not all(_is_int(v) for v in (low, high, step)):
+        raise UserError(f"factor {brief(name)}: low, high and step must be integers, got {written}")
+    low, high, step = int(low), int(high), int(step)
+    if step <= 0 or high < low:
+        raise UserError(f"factor {brief(name)}: range {written} is empty")
+    check_level_count(name, (high - low) // step + 1, f"range {written}")
+    return range(low, high + 1, step)
+
+
+def powers_of_two(name: str, pair: Any) -> list[int]:
+    """The levels low, 2 low, ..., high of ``powers_of_two: [low, high]``, both powers of two, low <= high."""
+    if (
+        not isinstance(pair, (list, tuple))
+        or len(pair) != 2
+        or not all(_is_int(v) and v >= 1 and v & (v - 1) == 0 for v in pair)
+        or pair[0] > pair[1]
+    ):
+        raise UserError(f"factor {brief(name)}: powers_of_two must be [low, high], powers of two with low <= high, "
+                        f"got {brief(pair)}")
+    low, high = (int(v).bit_length() - 1 for v in pair)
+    check_level_count(name, high - low + 1, f"powers_of_two {brief(pair)}")
+    return [2**e for e in range(low, high + 1)]
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def _factor_from_dict(item: Mapping) -> Factor:
-    name = item["name"]
-    kind = item.get("kind") or item.get("type") or _guess_kind(item.get("levels"))
-    if kind == "integer" and item.get("levels") is None and "low" in item:
-        return Factor.integer_range(name, item["low"], item["high"], item.get("step", 1))
-    if kind == "integer" and item.get("levels") is None and "range" in item:
-        low, high, *step = item["range"]
-        return Factor.integer_range(name, low, high, *(step or [1]))
-    if kind == "ordinal" and item.get("levels") is None and "powers_of_two" in item:
-        low, high = item["powers_of_two"]
-        levels = [2**e for e in range(int(math.log2(low)), int(math.log2(high)) + 1)]
-        return Factor(name, "ordinal", tuple(levels))
-    return Factor(name, kind, tuple(item.get("levels") or ()))
+    """A factor from its mapping: explicit ``levels``, or ``low``/``high``/``step``, ``range``, ``powers_of_two``."""
+    name, levels = check_factor_name(item["name"]), item.get("levels")
+    if levels is not None and not isinstance(levels, (list, tuple)):
+        raise UserError(f"factor '{name}': 'levels' must be a list, got {brief(levels)}")
+    kind = item.get("kind") or item.get("type") or _guess_kind(levels)
+    if kind == "integer" and levels is None and "low" in item:
+        return Factor(name, kind, tuple(level_range(name, item["low"], item.get("high"), item.get("step", 1))))
+    if kind == "integer" and levels is None and "range" in item:
+        bounds = item["range"]
+        if not isinstance(bounds, (list, tuple)) or len(bounds) not in (2, 3):
+            raise UserError(f"factor '{name}': 'range' must be [low, high] or [low, high, step], got {brief(bounds)}")
+        return Factor(name, kind, tuple(level_range(name, *bounds)))
+    if kind == "ordinal" and levels is None and "powers_of_two" in item:
+        return Factor(name, kind, tuple(powers_of_two(name, item["powers_of_two"])))
+    return Factor(name, kind, tuple(levels or ()))
 
 
 def _guess_kind(levels) -> str:

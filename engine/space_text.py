@@ -13,9 +13,13 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError
-from engine.space import KINDS, Factor, Space
+from engine.expr import brief
+from engine.space import KINDS, Factor, Space, check_factor_name, level_range
 
+#: Random draws :func:`valid_count` makes before calling a huge space empty (what Space.sample tries).
+MAX_DRAWS = 2_000_000
 _RANGE = re.compile(r"^\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*(?:step\s+(\d+))?\s*$")
+_MAX_DIGITS = 19  # int64 holds every 18-digit number; 19 digits may overflow and the level says so
 _POW2 = re.compile(r"^\s*2\s*(?:\^|\*\*)\s*(\d+)\s*\.\.\s*2\s*(?:\^|\*\*)\s*(\d+)\s*$")
 
 
@@ -25,20 +29,29 @@ def parse_levels(text: str, kind: str, name: str) -> tuple:
     if kind == "boolean" and not text:
         return (False, True)
     if not text:
-        raise UserError(f"factor '{name}': empty level list")
+        raise UserError(f"factor {brief(name)}: empty level list")
     if match := _POW2.match(text):
-        low, high = int(match.group(1)), int(match.group(2))
+        low, high = (_exponent(group, name, text) for group in match.groups())
         if high < low or high > 62:
-            raise UserError(f"factor '{name}': bad power-of-two range {text!r}")
+            raise UserError(f"factor {brief(name)}: bad power-of-two range {brief(text)}")
         return tuple(2**e for e in range(low, high + 1))
     if match := _RANGE.match(text):
-        low, high, step = int(match.group(1)), int(match.group(2)), int(match.group(3) or 1)
-        if high < low or step <= 0:
-            raise UserError(f"factor '{name}': empty range {text!r}")
-        if (high - low) // step > 100_000:
-            raise UserError(f"factor '{name}': range {text!r} has more than 100,000 levels")
-        return tuple(range(low, high + 1, step))
+        low, high, step = (_bound(group or "1", name, text) for group in match.groups())
+        return tuple(level_range(name, low, high, step, written=brief(text)))
     return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _bound(digits: str, name: str, text: str) -> int:
+    """An integer of a range, refused by name before ``int`` meets a 5,000-digit number."""
+    if len(digits.lstrip("-")) > _MAX_DIGITS:
+        raise UserError(f"factor {brief(name)}: range {brief(text)} has a bound outside the 64-bit integer range")
+    return int(digits)
+
+
+def _exponent(digits: str, name: str, text: str) -> int:
+    if len(digits) > 2:
+        raise UserError(f"factor {brief(name)}: bad power-of-two range {brief(text)}")
+    return int(digits)
 
 
 def format_levels(levels: Iterable) -> str:
@@ -68,9 +81,10 @@ def space_from_table(rows: Iterable[Mapping], constraints: str | Iterable[str] =
             if not str(row.get("levels") or "").strip():
                 continue  # an empty row left by the editor
             raise UserError(f"factor #{i}: missing name")
+        check_factor_name(name)
         kind = str(row.get("kind") or "").strip()
         if kind not in KINDS:
-            raise UserError(f"factor '{name}': kind {kind!r} is not one of {', '.join(KINDS)}")
+            raise UserError(f"factor {brief(name)}: kind {brief(kind)} is not one of {', '.join(KINDS)}")
         factors.append(Factor(name, kind, parse_levels(row.get("levels"), kind, name)))
     if isinstance(constraints, str):
         constraints = constraints.splitlines()
@@ -80,16 +94,22 @@ def space_from_table(rows: Iterable[Mapping], constraints: str | Iterable[str] =
 def valid_count(space: Space, sample: int = 20_000, seed: int = 0) -> tuple[int, bool]:
     """(number of valid configurations, exact?) — exact when enumerable, else estimated by sampling.
 
-    Raises a :class:`UserError` naming the culprit when no valid configuration exists (or, for a
-    huge space, none turned up in the sample).
+    Raises a :class:`UserError` naming the culprit when no valid configuration exists, or, for a huge
+    space, none turns up in as many random draws as :meth:`Space.sample` would try (so a space refused
+    here is one that sampling could not use either).
     """
     if space.enumerable:
-        space.enumerate()  # raises, naming the constraint, when nothing is valid
-        return space.count_valid(), True
+        count = space.count_valid()
+        if not count:
+            raise UserError(space.explain_empty())
+        return count, True
     rng = np.random.default_rng(seed)
     counts = np.array([f.n_levels for f in space.factors])
-    frame = space.from_level_index(rng.integers(0, counts, size=(sample, len(counts))))
-    mask = space.valid_mask(frame)
-    if not mask.any():
-        raise UserError(f"{space.explain_empty(frame)} in {sample:,} random draws")
-    return int(round(float(mask.mean()) * space.size)), False
+    drawn = valid = 0
+    while not valid and drawn < MAX_DRAWS:
+        index = rng.integers(0, counts, size=(sample, len(counts)))
+        valid += int(space.constraint_mask(space.index_columns(index), sample).sum())
+        drawn += sample
+    if not valid:
+        raise UserError(f"{space.explain_empty(space.from_level_index(index))} in {drawn:,} random draws")
+    return int(round(valid / drawn * space.size)), False

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.errors import UserError
+from engine.expr import brief
+from engine.runners import RUNNER_KINDS
 from engine.space import Space
 
 DIRECTIONS = ("minimize", "maximize")
@@ -21,8 +23,19 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.()\-]{0,99}$")
 def check_study_name(name: Any) -> str:
     """Study names appear in file names and URLs: letters, digits, space, ``_ . - ( )``, ≤ 100 chars."""
     if not isinstance(name, str) or not _NAME.match(name.strip()):
-        raise UserError(f"study name {name!r}: use 1-100 letters, digits, spaces, '_', '.', '-' or parentheses")
+        raise UserError(f"study name {brief(name)}: use 1-100 letters, digits, spaces, '_', '.', '-' or parentheses")
     return name.strip()
+
+
+def check_runner(runner: Any) -> None:
+    """The runner kind must be a registered one, so a typo fails at ``study create``, not at ``run``.
+
+    Only the registry's names are read: no runner module (PyTorch!) is imported to check a spec.
+    """
+    if not isinstance(runner, Mapping) or "kind" not in runner:
+        raise UserError(f"runner {brief(runner)} must be a mapping with a 'kind'")
+    if not isinstance(runner["kind"], str) or runner["kind"] not in RUNNER_KINDS:
+        raise UserError(f"runner kind {brief(runner['kind'])} is not one of {', '.join(RUNNER_KINDS)}")
 
 
 @dataclass(frozen=True)
@@ -39,13 +52,12 @@ class StudySpec:
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", check_study_name(self.name))
         if not isinstance(self.objective, str) or not self.objective.isidentifier():
-            raise UserError(f"objective {self.objective!r} must be an identifier")
+            raise UserError(f"objective {brief(self.objective)} must be an identifier")
         if self.objective in self.space.names:
             raise UserError(f"objective '{self.objective}' is also a factor name")
         if self.direction not in DIRECTIONS:
-            raise UserError(f"direction {self.direction!r} must be 'minimize' or 'maximize'")
-        if not isinstance(self.runner, Mapping) or "kind" not in self.runner:
-            raise UserError(f"runner {self.runner!r} must be a mapping with a 'kind'")
+            raise UserError(f"direction {brief(self.direction)} must be 'minimize' or 'maximize'")
+        check_runner(self.runner)
 
     @property
     def sign(self) -> float:
@@ -73,11 +85,13 @@ class StudySpec:
         if isinstance(objective, Mapping):
             direction = objective.get("direction", direction)
             objective = objective.get("name", "time")
+        runner = data.get("runner") or {"kind": "table"}
+        check_runner(runner)
         return cls(
             name=data["name"],
             space=Space.from_dict(data),
             objective=objective,
             direction=direction,
-            runner=dict(data.get("runner") or {"kind": "table"}),
+            runner=dict(runner),
             description=str(data.get("description") or ""),
         )

@@ -6,11 +6,12 @@ import pandas as pd
 import streamlit as st
 
 from app.components import guard, show_flash, study_picker
-from app.state import get_store
+from app.state import db_path, get_store
 from engine.analysis import LinearModel, predict, predicted_minimum
 from engine.io.best import FORMATS, best_filename, best_predicted, export_best
-from engine.io.export import safe_filename, study_to_csv, write_export
+from engine.io.export import export_target, safe_filename, study_to_csv, write_export
 from engine.study_data import analysis_frame, candidate_set
+from storage import database_files
 from storage.reporting import best_or_none, report_html, results_frame
 
 FORMAT_LABELS = {"json": "JSON", "yaml": "YAML", "csv": "CSV", "header": "C header (#define per factor)",
@@ -68,10 +69,12 @@ if best is not None:
         folder = st.text_input("…or save into a folder on the server", key="export_folder",
                                placeholder="e.g. /home/me/project/tuned")
         if folder and st.button("Save", key="export_save"):
-            with guard():
-                path = write_export(text, folder, best_filename(best, fmt))
+            with guard():  # never onto the database, a device or through a symlink; replacing is said
+                keep = database_files(db_path())
+                _, existed = export_target(folder, best_filename(best, fmt), keep=keep)
+                path = write_export(text, folder, best_filename(best, fmt), keep=keep)
                 store.log_export(study, f"best-{fmt}", str(path), path.stat().st_size)
-                st.success(f"Wrote {path}")
+                st.success(f"Wrote {path}" + (" (replaced the existing file)" if existed else ""))
 
 st.subheader("Report and raw data")
 a, b, c = st.columns(3)

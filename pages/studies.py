@@ -1,6 +1,10 @@
 """Studies: list, create from a template or spec file, import measured tables, delete."""
 
+import io
+import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,12 +23,23 @@ st.caption("A study is a search space, an objective to minimise or maximise, and
 show_flash()
 
 
-def _upload_to_file(upload) -> Path:
-    """Uploaded bytes in a private temporary file that keeps the original suffix (.csv.gz, .json.gz…)."""
+@contextmanager
+def _upload_to_file(upload) -> Iterator[Path]:
+    """Uploaded bytes in a private temporary file that keeps the original suffix (.csv.gz, .json.gz…),
+    deleted when the block ends: every rerun with a file in the uploader used to leave a copy behind."""
     folder = Path(tempfile.mkdtemp(prefix="tunelab-upload-"))
-    path = folder / Path(upload.name).name
-    path.write_bytes(upload.getvalue())
-    return path
+    try:
+        path = folder / Path(upload.name).name
+        path.write_bytes(upload.getvalue())
+        yield path
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _csv_columns(upload) -> list[str]:
+    """The header of an uploaded CSV (gzip-compressed or not), read from memory: no file needed."""
+    compression = "gzip" if upload.name.lower().endswith(".gz") else None
+    return list(pd.read_csv(io.BytesIO(upload.getvalue()), nrows=0, compression=compression).columns)
 
 
 def _report_line(report: dict) -> str:
@@ -53,7 +68,7 @@ with new_tab:
         name = st.text_input("Study name", value="", placeholder="leave empty to keep the spec's name", key="new_name")
         if st.button("Create study", type="primary", key="create_from_template"):
             with guard():
-                spec = parse_spec(text, "yaml")
+                spec = parse_spec(text, "yaml", satisfiable=True)
                 if name.strip():
                     spec = replace(spec, name=name.strip())
                 store.create_study(spec)
@@ -65,7 +80,7 @@ with new_tab:
         if upload is not None and st.button("Create study from file", type="primary", key="create_from_file"):
             with guard():
                 fmt = "toml" if upload.name.lower().endswith(".toml") else "yaml"
-                spec = parse_spec(upload.getvalue().decode("utf-8", errors="replace"), fmt)
+                spec = parse_spec(upload.getvalue().decode("utf-8", errors="replace"), fmt, satisfiable=True)
                 store.create_study(spec)
                 st.session_state["study"] = spec.name
                 flash(f"Created study '{spec.name}' from {upload.name}.")
@@ -77,13 +92,13 @@ with table_tab:
     upload = st.file_uploader("CSV file (.csv or .csv.gz)", type=["csv", "gz"], key="table_upload")
     if upload is not None:
         with guard():
-            path = _upload_to_file(upload)
-            columns = list(pd.read_csv(path, nrows=0).columns)
+            columns = _csv_columns(upload)
             objective = st.selectbox("Objective column", columns, index=len(columns) - 1, key="table_objective")
             direction = st.radio("Better is", ["minimize", "maximize"], horizontal=True, key="table_direction")
             name = st.text_input("Study name", value=Path(upload.name).name.split(".")[0], key="table_name")
             if st.button("Import table", type="primary", key="import_table"):
-                imported = import_table(path, objective=objective, direction=direction, name=name)
+                with _upload_to_file(upload) as path:
+                    imported = import_table(path, objective=objective, direction=direction, name=name)
                 store.create_study(imported.spec, imported.table)
                 st.session_state["study"] = imported.spec.name
                 flash(f"Imported '{imported.spec.name}': {_report_line(imported.report)}.")
@@ -96,7 +111,8 @@ with kt_tab:
         name = st.text_input("Study name", value=Path(upload.name).name.split(".")[0], key="kt_name")
         if st.button("Import cache", type="primary", key="import_kt"):
             with guard():
-                imported = import_kt_cache(_upload_to_file(upload), name=name)
+                with _upload_to_file(upload) as path:
+                    imported = import_kt_cache(path, name=name)
                 store.create_study(imported.spec, imported.table)
                 st.session_state["study"] = imported.spec.name
                 flash(f"Imported '{imported.spec.name}': {_report_line(imported.report)}.")

@@ -12,6 +12,7 @@ import json
 import math
 import re
 import socket
+import stat
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -59,11 +60,59 @@ class StoredStudy:
         return self.spec.name
 
 
+#: Bytes 8-11 of every DuckDB database file.
+DUCKDB_MAGIC = b"DUCK"
+IN_MEMORY = ":memory:"
+
+
+def database_files(path: str | Path) -> tuple[Path, ...]:
+    """The files that make up the database at ``path`` (the file and its write-ahead log), which
+    nothing else may overwrite; none for an in-memory database."""
+    if str(path) == IN_MEMORY:
+        return ()
+    file = Path(path).expanduser()
+    return file, file.with_name(file.name + ".wal")
+
+
+def check_database_path(path: str) -> None:
+    """Refuse, in one line, a path DuckDB would not keep data in: an empty one (DuckDB then runs in
+    memory and every command 'succeeds' keeping nothing), a folder or a special file, or an existing
+    file that is not a DuckDB database (DuckDB opens some, a CSV for one, as an in-memory database).
+
+    A zero-byte file is refused too: DuckDB cannot open it, it is what a crash while creating a
+    database or a stray ``touch`` leaves, and deleting a person's file to start afresh is not ours
+    to decide; the message says to delete it or pick a new name.
+    """
+    if not path.strip():
+        raise StoreError("database '': empty path; name a DuckDB file with --db or $TUNELAB_DB")
+    if path == IN_MEMORY:
+        return
+    file = Path(path).expanduser()
+    if not file.parent.resolve().is_dir():
+        raise StoreError(f"database {path}: folder {file.parent.resolve()} does not exist")
+    try:
+        st = file.stat()
+    except FileNotFoundError:
+        return  # a new database
+    except OSError as exc:
+        raise StoreError(f"database {path}: cannot open ({exc.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise StoreError(f"database {path}: is a folder, not a DuckDB file")
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreError(f"database {path}: not a regular file (a device, FIFO or socket); choose a DuckDB file")
+    if st.st_size == 0:
+        raise StoreError(f"database {path}: an empty file, not a DuckDB database; delete it or choose a new file name")
+    try:
+        with open(file, "rb") as handle:
+            header = handle.read(12)
+    except OSError as exc:
+        raise StoreError(f"database {path}: cannot open ({exc.strerror})") from None
+    if header[8:12] != DUCKDB_MAGIC:
+        raise StoreError(f"database {path}: not a DuckDB database file; refusing to open it (choose another --db)")
+
+
 def _open_connection(path: str) -> duckdb.DuckDBPyConnection:
-    if path != ":memory:":
-        parent = Path(path).expanduser().resolve().parent
-        if not parent.is_dir():
-            raise StoreError(f"database {path}: folder {parent} does not exist")
+    check_database_path(path)
     try:
         return duckdb.connect(path)
     except duckdb.IOException as exc:

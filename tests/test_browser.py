@@ -175,3 +175,28 @@ def test_run_a_small_comparison_and_see_the_table_and_a_chart(server, page):
     wait_ready(page)
     grid_cell(page, "DLMT").wait_for(state="attached")  # the summary table
     page.locator(".js-plotly-plot").first.wait_for()  # a chart
+
+
+def test_a_hostile_formula_is_refused_and_does_not_stall_another_session(server, browser):
+    """Two people on one server: one types a formula whose constant would take hours to compute; they get
+    one line, and the other person's Analyze page still renders its ANOVA table meanwhile."""
+    hostile, other = (browser.new_context(viewport={"width": 1400, "height": 1000}) for _ in range(2))
+    try:
+        attacker, bystander = hostile.new_page(), other.new_page()
+        for p in (attacker, bystander):
+            p.set_default_timeout(30_000)
+        attacker.goto(server + "/analyze")
+        wait_ready(attacker)
+        box = attacker.get_by_role("textbox", name="Formula").first
+        box.fill("~ x1 + I(2**10**10)")
+        box.press("Enter")
+        bystander.goto(server + "/analyze")  # while the attacker's run is under way
+        wait_ready(bystander)
+        bystander.get_by_text(re.compile(r"ANOVA \(Type|continue from the decisions log")).first.wait_for()
+        alert = attacker.locator("[data-testid='stAlert']", has_text="exponent").first
+        alert.wait_for()
+        assert "Traceback" not in attacker.content()
+        assert len(alert.inner_text().strip().splitlines()) == 1
+    finally:
+        hostile.close()
+        other.close()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from formulaic import Formula
-from formulaic import model_matrix as formulaic_model_matrix
 from scipy import stats
 
 from engine.analysis.data import AnalysisError
@@ -21,6 +20,7 @@ from engine.analysis.fit import LinearModel
 from engine.analysis.lsq import added_ss, qr
 from engine.analysis.options import ANOVA_TYPES
 from engine.analysis.terms import is_categorical, stars
+from engine.formula import formulaic_matrix, model_frame
 
 COLUMNS = ["term", "Df", "Sum Sq", "Mean Sq", "F value", "Pr(>F)", "stars"]
 
@@ -94,8 +94,8 @@ def sum_coded_matrix(model: LinearModel) -> tuple[np.ndarray, list[tuple[str, li
         return model.matrix_.X, intercept + blocks
     parts = [":".join(_sum_factor(f, data) for f in term.factors) for term in model.terms_]
     text = ("1 + " if model.formula_.has_intercept else "0 + ") + " + ".join(parts)
-    frame = data[[c for c in data.columns if c in model.formula_.variables]]
-    matrix = formulaic_model_matrix(Formula(text, _ordering="none"), frame, na_action="ignore")
+    frame = model_frame(data, model.formula_.variables)
+    matrix = formulaic_matrix(Formula(text, _ordering="none"), frame)
     slices = [(str(t), s) for t, s in matrix.model_spec.term_slices.items()]
     term_slices = [s for label, s in slices if label != "1"]
     if len(term_slices) != len(model.terms_):

@@ -33,14 +33,26 @@ def stars(p: float | None) -> str | None:
 
 
 def split_factors(label: str) -> tuple[str, ...]:
-    """``'C(a):I(1 / b)'`` -> ``('C(a)', 'I(1 / b)')``: split on ``:`` outside brackets."""
-    parts, depth, start = [], 0, 0
+    """``'C(a):I(1 / b)'`` -> ``('C(a)', 'I(1 / b)')``: split on ``:`` outside brackets.
+
+    Quotes inside ``(...)`` are Python strings (``I(opt == 'a:b')``); a level's ``[T.…]`` is opaque
+    up to its ``]``, whatever characters the level holds.
+    """
+    parts, opened, start, quote = [], [], 0, ""
     for i, char in enumerate(label):
-        if char in "([":
-            depth += 1
-        elif char in ")]":
-            depth -= 1
-        elif char == ":" and depth == 0:
+        top = opened[-1] if opened else ""
+        if quote:
+            quote = "" if char == quote else quote
+        elif top == "[":
+            if char == "]":
+                opened.pop()
+        elif char in "'\"" and top == "(":
+            quote = char
+        elif char in "([":
+            opened.append(char)
+        elif char == ")" and top == "(":
+            opened.pop()
+        elif char == ":" and not opened:
             parts.append(label[start:i])
             start = i + 1
     parts.append(label[start:])

@@ -7,12 +7,11 @@ study. Results go to the DuckDB file when ``--db`` is given explicitly or a stud
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
-from engine.cli._common import add_json
+from engine.cli._common import MAX_COUNT, MAX_SEED, MAX_WORKERS, add_json, bounded
 from engine.cli._output import emit
 
 
@@ -22,10 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="CSV table, Kernel Tuner cache (.json/.json.gz) or the name of a stored table study")
     p.add_argument("--objective", help="the CSV column to optimise (CSV tables only)")
     p.add_argument("--strategies", default="RS,LHS,GS,GSR,GA,LM,DLMT", help="comma-separated (default %(default)s)")
-    p.add_argument("--reps", type=int, default=100, help="repetitions per strategy (default %(default)s)")
-    p.add_argument("--budget", type=int, default=125, help="measurements per run (default %(default)s)")
-    p.add_argument("--jobs", type=int, default=2, help="worker processes (default %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="benchmark seed (default %(default)s)")
+    p.add_argument("--reps", type=int, default=100, action=bounded(1, MAX_COUNT), help="repetitions per strategy (default %(default)s)")
+    p.add_argument("--budget", type=int, default=125, action=bounded(1, MAX_COUNT), help="measurements per run (default %(default)s)")
+    p.add_argument("--jobs", type=int, default=2, action=bounded(1, MAX_WORKERS), help="worker processes (default %(default)s)")
+    p.add_argument("--seed", type=int, default=0, action=bounded(0, MAX_SEED), help="benchmark seed (default %(default)s)")
     p.add_argument("--preset", default="paper", choices=("paper", "none"),
                    help="per-strategy settings: the paper's (default) or every strategy's defaults with the full budget")
     p.add_argument("--options", metavar="JSON", help='strategy options, e.g. \'{"DLMT": {"refine": 4}}\' (over the preset)')
@@ -36,17 +35,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _options(text: str | None) -> dict:
+    """``{"STRATEGY": {"option": value}}``, each strategy's options checked by name and type."""
+    from engine.cli._options import check_strategy_options, parse_json
     from engine.errors import UserError
 
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UserError(f"--options: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    value = parse_json(text)
     if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
         raise UserError('--options: expected {"STRATEGY": {"option": value, ...}, ...}')
-    return value
+    return {name: check_strategy_options(name, options) for name, options in value.items()}
 
 
 def _db_given(argv: list[str]) -> bool:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from engine.cli._common import add_json
+from engine.cli._common import MAX_RUNS, MAX_SEED, add_json, bounded, output_place, write_output
 from engine.cli._output import emit
 from engine.errors import UserError
 
@@ -32,38 +32,38 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_types)
 
     p = _kind(kinds, "factorial", "every valid configuration")
-    p.add_argument("--seed", type=int, help="randomise the run order with this seed")
+    p.add_argument("--seed", type=int, action=bounded(0, MAX_SEED), help="randomise the run order with this seed")
 
     p = _kind(kinds, "random", "distinct valid configurations drawn uniformly")
-    p.add_argument("--runs", type=int, required=True)
-    p.add_argument("--seed", type=int)
+    p.add_argument("--runs", type=int, action=bounded(1, MAX_RUNS), required=True)
+    p.add_argument("--seed", type=int, action=bounded(0, MAX_SEED))
 
     p = _kind(kinds, "lhs", "maximin Latin hypercube over level indices")
-    p.add_argument("--runs", type=int, required=True)
-    p.add_argument("--seed", type=int)
-    p.add_argument("--tries", type=int, default=20, help="random hypercubes compared for maximin (default 20)")
+    p.add_argument("--runs", type=int, action=bounded(1, MAX_RUNS), required=True)
+    p.add_argument("--seed", type=int, action=bounded(0, MAX_SEED))
+    p.add_argument("--tries", type=int, default=20, action=bounded(1, 1000), help="random hypercubes compared for maximin (default 20)")
 
     p = _kind(kinds, "pb", "Plackett-Burman screening design (low/high levels)")
-    p.add_argument("--runs", type=int, help="a multiple of 4 >= factors + 1 (default: smallest)")
-    p.add_argument("--seed", type=int, help="randomise the run order with this seed")
+    p.add_argument("--runs", type=int, action=bounded(1, MAX_RUNS), help="a multiple of 4 >= factors + 1 (default: smallest)")
+    p.add_argument("--seed", type=int, action=bounded(0, MAX_SEED), help="randomise the run order with this seed")
 
     p = _kind(kinds, "fracfact", "two-level fractional factorial 2^(k-p)")
-    p.add_argument("--runs", type=int, help="a power of two (default: smallest >= factors + 1)")
+    p.add_argument("--runs", type=int, action=bounded(1, MAX_RUNS), help="a power of two (default: smallest >= factors + 1)")
     p.add_argument(
         "--generators", action="append", default=[],
         help="e.g. 'x5 = x1*x2*x3'; repeat or separate with ';' (default: best resolution)",
     )
-    p.add_argument("--seed", type=int, help="randomise the run order with this seed")
+    p.add_argument("--seed", type=int, action=bounded(0, MAX_SEED), help="randomise the run order with this seed")
 
     p = _kind(kinds, "dopt", "D-optimal (or A-, I-optimal) design by Fedorov exchange")
     p.add_argument("--formula", required=True, help="model, e.g. '~ x1 + x2 + I(x2^2) + x1:x2'")
-    p.add_argument("--trials", type=int, required=True, help="number of runs to choose (forced rows not counted)")
-    p.add_argument("--repeats", type=int, default=5, help="random starts (default 5, as AlgDesign)")
-    p.add_argument("--seed", type=int)
+    p.add_argument("--trials", type=int, required=True, action=bounded(1, MAX_RUNS), help="number of runs to choose (forced rows not counted)")
+    p.add_argument("--repeats", type=int, default=5, action=bounded(1, 1000), help="random starts (default 5, as AlgDesign)")
+    p.add_argument("--seed", type=int, action=bounded(0, MAX_SEED))
     p.add_argument("--criterion", default="D", help="D (default), A or I")
     p.add_argument("--forced", default="", help="0-based candidate rows kept in the design, e.g. '0,7,12'")
     p.add_argument("--exclude", default="", help="0-based candidate rows never chosen")
-    p.add_argument("--polish", type=int, default=12, help="polishing rounds per start (default 12)")
+    p.add_argument("--polish", type=int, default=12, action=bounded(0, 1000), help="polishing rounds per start (default 12)")
 
 
 def _kind(kinds: argparse._SubParsersAction, name: str, help_text: str) -> argparse.ArgumentParser:
@@ -168,7 +168,7 @@ def _summary(result: DesignResult) -> list[str]:
 def _run(args: argparse.Namespace) -> int:
     result = _generate(args)
     if args.out:
-        result.design.to_csv(args.out, index=False)
+        write_output(args, result.design.to_csv(index=False), *output_place(args.out))
     lines = _summary(result) + ([] if args.kind == "dopt" else ["", result.design.to_string(index=False)])
     data = result.to_dict()
     if args.study:

@@ -1,12 +1,16 @@
 """``tunelab export study|best|report``: a study as JSON/CSV, its best configuration in six formats,
-or a self-contained HTML report."""
+or a self-contained HTML report.
+
+Files are written by :func:`engine.cli._common.write_output`: atomically, never onto the database
+or its log, a device, a FIFO or through a symbolic link; replacing a file is said on stderr.
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from engine.cli._common import add_json, open_store
+from engine.cli._common import add_json, open_store, output_place, write_output
 from engine.cli._output import emit
 
 
@@ -38,21 +42,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _target(out: str, default_name: str) -> tuple[Path, str]:
     """Folder and plain file name for ``--out`` (an existing folder gets ``default_name``)."""
     path = Path(out)
-    if path.is_dir():
+    if path.is_dir() and not path.is_symlink():
         return path, default_name
-    return (path.parent if str(path.parent) else Path(".")), path.name
+    return output_place(out)
 
 
 def _study(args) -> int:
-    from engine.io.export import study_to_csv, study_to_json, write_export
+    from engine.io.export import study_to_csv, study_to_json
     from storage.reporting import results_frame
 
-    out = Path(args.out)
     with open_store(args) as store:
         study = store.get_study(args.name)
         measurements = results_frame(store, study)
         text = study_to_json(study.spec, measurements) if args.format == "json" else study_to_csv(study.spec, measurements)
-        path = write_export(text, out.parent if str(out.parent) else Path("."), out.name)
+        path = write_output(args, text, *output_place(args.out))
         store.log_export(study, args.format, str(path), path.stat().st_size)
     emit({"study": args.name, "format": args.format, "path": str(path), "rows": len(measurements)}, args.json,
          f"wrote {len(measurements):,} rows of '{args.name}' to {path}")
@@ -61,14 +64,12 @@ def _study(args) -> int:
 
 def _best(args) -> int:
     from engine.io.best import best_filename, best_measured, export_best
-    from engine.io.export import write_export
     from storage.reporting import results_frame
 
     with open_store(args) as store:
         study = store.get_study(args.study)
         best = best_measured(study.spec, results_frame(store, study))
-        folder, name = _target(args.out, best_filename(best, args.format))
-        path = write_export(export_best(best, args.format), folder, name)
+        path = write_output(args, export_best(best, args.format), *_target(args.out, best_filename(best, args.format)))
         store.log_export(study, f"best-{args.format}", str(path), path.stat().st_size)
     emit({"study": args.study, "format": args.format, "path": str(path), **best.to_dict()}, args.json,
          f"best of '{args.study}': {best.objective} = {best.value:.6g} at {best.config}; wrote {path}")
@@ -76,13 +77,13 @@ def _best(args) -> int:
 
 
 def _report(args) -> int:
-    from engine.io.export import safe_filename, write_export
+    from engine.io.export import safe_filename
     from storage.reporting import report_html
 
     with open_store(args) as store:
         study = store.get_study(args.study)
         folder, name = _target(args.out, safe_filename(f"{study.name}-report.html"))
-        path = write_export(report_html(store, args.study), folder, name)
+        path = write_output(args, report_html(store, args.study), folder, name)
         store.log_export(study, "report-html", str(path), path.stat().st_size)
     emit({"study": args.study, "format": "html", "path": str(path), "bytes": path.stat().st_size}, args.json,
          f"wrote the report of '{args.study}' to {path}")

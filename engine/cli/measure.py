@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from engine.cli._common import add_json
+from engine.cli._common import MAX_RUNS, add_json, bounded
 from engine.cli._output import emit
 from engine.cli.run import add_executor, make_executor
 
@@ -16,9 +16,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kernel", required=True, help="built-in kernel name")
     p.add_argument("--set", action="append", default=[], metavar="FACTOR=VALUE",
                    help="a factor value (repeatable); factors not set take the -O3 baseline value")
-    p.add_argument("--size", type=int, help="problem size N (default: the kernel's)")
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--size", type=int, action=bounded(1, 1_000_000), help="problem size N (default: the kernel's)")
+    p.add_argument("--repeats", type=int, default=3, action=bounded(1, MAX_RUNS))
+    p.add_argument("--warmup", type=int, default=1, action=bounded(0, MAX_RUNS))
     p.add_argument("--timeout", type=float, default=60.0, help="seconds for the kernel run")
     add_executor(p, ("local", "dask", "timing", "inline"))
     add_json(p)
@@ -58,8 +58,6 @@ def _measure(args) -> int:
     from engine.execution import Campaign
     from engine.runners.ckernel import CKernelRunner, kernel_named
 
-    if args.repeats < 1 or args.warmup < 0:
-        raise ValueError(f"--repeats {args.repeats} / --warmup {args.warmup}: need repeats >= 1 and warmup >= 0")
     kernel = kernel_named(args.kernel)
     config = parse_settings(kernel, args.set)
     runner = CKernelRunner(kernel.name, n=args.size, repeats=args.repeats, warmup=args.warmup, timeout=args.timeout)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from engine.cli._common import add_json, open_store
+from engine.cli._common import MAX_RUNS, MAX_SEED, MAX_WORKERS, add_json, bounded, open_store
 from engine.cli._output import emit
 
 EXECUTOR_CHOICES = ("local", "timing", "dask", "inline")
@@ -19,15 +19,13 @@ def add_executor(parser: argparse.ArgumentParser, choices: tuple[str, ...] = EXE
                         help="local: process pool; timing: one worker pinned to a core, serial; dask: a Dask cluster; "
                              "inline: in this process")
     parser.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://HOST:8786 (default: a local cluster)")
-    parser.add_argument("--workers", type=int, help="worker processes (local pool or local Dask cluster)")
+    parser.add_argument("--workers", type=int, action=bounded(1, MAX_WORKERS), help="worker processes (local pool or local Dask cluster)")
 
 
 def check_executor_args(args: argparse.Namespace) -> None:
     """Refuse contradictory executor flags before anything is opened or started."""
     if args.scheduler and args.executor != "dask":
         raise ValueError(f"--scheduler {args.scheduler}: only used with --executor dask")
-    if args.workers is not None and args.workers < 1:
-        raise ValueError(f"--workers {args.workers}: must be at least 1")
 
 
 def make_executor(args: argparse.Namespace):
@@ -40,9 +38,9 @@ def make_executor(args: argparse.Namespace):
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="measure a study's pending design rows, committing each result as it arrives")
     p.add_argument("--study", required=True, help="study name")
-    p.add_argument("--design", type=int, help="design id (default: the latest design with pending rows)")
+    p.add_argument("--design", type=int, action=bounded(1, MAX_SEED), help="design id (default: the latest design with pending rows)")
     add_executor(p)
-    p.add_argument("--repeats", type=int, help="repeats per configuration (default: the runner's)")
+    p.add_argument("--repeats", type=int, action=bounded(1, MAX_RUNS), help="repeats per configuration (default: the runner's)")
     add_json(p)
     p.set_defaults(func=_run)
 
@@ -64,8 +62,6 @@ def _run(args) -> int:
     from engine.execution import Campaign, store_recorder, stored_repeats
     from engine.runners import runner_from_spec
 
-    if args.repeats is not None and args.repeats < 1:
-        raise ValueError(f"--repeats {args.repeats}: must be at least 1")
     check_executor_args(args)
     with open_store(args) as store:
         study = store.get_study(args.study)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from engine.cli._common import add_json, open_store
+from engine.cli._common import MAX_COUNT, MAX_SEED, add_json, bounded, open_store
 from engine.cli._output import emit
 
 
@@ -20,8 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tune", help="run a search strategy (DLMT, RS, BO, ...) on a study with its runner")
     p.add_argument("--study", required=True, help="study name")
     p.add_argument("--strategy", default="DLMT", help="strategy name (default %(default)s)")
-    p.add_argument("--budget", type=int, required=True, help="most configurations to measure")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default %(default)s)")
+    p.add_argument("--budget", type=int, required=True, action=bounded(1, MAX_COUNT), help="most configurations to measure")
+    p.add_argument("--seed", type=int, default=0, action=bounded(0, MAX_SEED), help="random seed (default %(default)s)")
     p.add_argument("--options", metavar="JSON", help='strategy options, e.g. \'{"threshold": 0.01}\'')
     p.add_argument("--auto", action="store_true",
                    help="accept every DLMT decision automatically (without it: stop at each one for a person)")
@@ -30,20 +30,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
-    from engine.errors import UserError
+    from engine.cli._options import check_strategy_options, parse_json
     from engine.execution import Campaign
     from engine.runners import runner_from_spec
     from engine.strategies import Domain, make_strategy, options_of, review
     from engine.strategies.tuning import candidates_for, stored_results, tune
 
-    try:
-        options = json.loads(args.options) if args.options else {}
-    except json.JSONDecodeError as exc:
-        raise UserError(f"--options: not valid JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(options, dict):
-        raise UserError('--options: expected a JSON object such as {"threshold": 0.01}')
+    options = check_strategy_options(args.strategy, parse_json(args.options))
     if "auto" in options_of(args.strategy):
         options["auto"] = bool(args.auto)
     run_id = review.run_key(args.strategy, args.seed, args.budget, options)

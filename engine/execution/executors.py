@@ -10,6 +10,11 @@
 All share one small interface the :class:`~engine.execution.campaign.Campaign` drives: ``bind`` a
 runner (shipped to the workers once), ``submit`` tasks, ``wait_any`` for finished ones, ``result``
 (never raises: a lost worker is a 'failed' result) and ``cancel`` (tasks not yet started).
+
+Leaving the ``with`` block normally waits for running measurements; leaving it through an exception
+(Ctrl-C, SIGTERM turned into one, a failing callback) calls :meth:`Executor.terminate`, which stops
+the workers and what they measure at once. Pool workers also die by themselves when the process
+that owns the pool dies, even by ``kill -9`` (:func:`engine.execution.worker.die_with`).
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from engine.execution.worker import Task, failed, install, measure, measure_inst
 from engine.runners.base import MeasureResult, Runner
 
 EXECUTORS = ("inline", "local", "timing", "dask")
+#: Seconds a terminated worker gets to kill its measurement and exit before it is killed.
+_TERMINATE_S = 5.0
 
 
 class Executor(ABC):
@@ -59,11 +66,18 @@ class Executor(ABC):
     def close(self) -> None:
         """Release workers (idempotent)."""
 
+    def terminate(self) -> None:
+        """Stop at once, running measurements included (idempotent); by default, :meth:`close`."""
+        self.close()
+
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.terminate()
 
 
 class _FuturesExecutor(Executor):
@@ -90,7 +104,11 @@ class _FuturesExecutor(Executor):
 
 
 class InlineExecutor(_FuturesExecutor):
-    """Measures in the calling process at submit time (the returned future is already done)."""
+    """Measures in the calling process at submit time (the returned future is already done).
+
+    Timeouts still hold: a command runs as a child process killed at its deadline, and a Python
+    callable with a timeout runs in a sandbox process (engine.runners.python_runner), so nothing
+    measured here can block the calling process past its timeout."""
 
     name = "inline"
 
@@ -131,7 +149,7 @@ class LocalExecutor(_FuturesExecutor):
         self._pool: ProcessPoolExecutor | None = None
 
     def _initargs(self, runner: Runner) -> tuple:
-        return (runner,)
+        return (runner, None, os.getpid())
 
     def _start(self) -> None:
         self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=_context(), initializer=install,
@@ -163,6 +181,21 @@ class LocalExecutor(_FuturesExecutor):
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
+    def terminate(self) -> None:
+        """Cancel queued tasks and SIGTERM the workers, which kill what they measure and exit."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        workers = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for worker in workers:
+            worker.terminate()
+        for worker in workers:
+            worker.join(_TERMINATE_S)
+            if worker.is_alive():
+                worker.kill()
+                worker.join(_TERMINATE_S)
+
 
 class TimingExecutor(LocalExecutor):
     """One worker pinned to one core, one measurement at a time (child processes inherit the pin,
@@ -179,7 +212,7 @@ class TimingExecutor(LocalExecutor):
         self.core = allowed[-1] if core is None else core
 
     def _initargs(self, runner: Runner) -> tuple:
-        return (runner, self.core)
+        return (runner, self.core, os.getpid())
 
 
 def executor_from_name(name: str, *, workers: int | None = None, scheduler: str | None = None) -> Executor:

@@ -7,6 +7,9 @@ interval); :class:`BestConfig` holds either, and every writer is a pure function
 
 Values in the C header and the env file: booleans are ``1``/``0``, numbers are written exactly
 (``repr``), categorical levels are quoted (a C string literal; shell single quotes when needed).
+Nothing in a value or a name can end a literal, a comment or a line: the header escapes every byte
+outside printable ASCII, comments drop control characters, the env file refuses them, and names that
+C reserves or the shell acts on (``PATH``, ``LD_PRELOAD``) are refused.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import json
 import math
 import re
 import shlex
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,7 +30,8 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError
-from engine.io.export import safe_filename
+from engine.expr import brief
+from engine.io.export import csv_quoting, safe_filename
 from engine.study import StudySpec
 
 FORMAT = "tunelab-best"
@@ -58,7 +63,7 @@ class BestConfig:
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
-            raise UserError(f"best configuration: source {self.source!r} must be one of {', '.join(SOURCES)}")
+            raise UserError(f"best configuration: source {brief(self.source)} must be one of {', '.join(SOURCES)}")
         object.__setattr__(self, "config", {str(k): _plain(v) for k, v in self.config.items()})
 
     def to_dict(self) -> dict:
@@ -125,9 +130,9 @@ def to_json(best: BestConfig) -> str:
 
 
 def to_yaml(best: BestConfig) -> str:
-    import yaml
+    from engine.io.spec import dump_yaml
 
-    return yaml.safe_dump(json.loads(to_json(best)), sort_keys=False, allow_unicode=True)
+    return dump_yaml(json.loads(to_json(best)), sort_keys=False)
 
 
 def to_csv(best: BestConfig) -> str:
@@ -137,74 +142,128 @@ def to_csv(best: BestConfig) -> str:
     if len(row) != len(best.config) + 6:
         raise UserError(f"best configuration: a factor is named like an export column ({', '.join(row)})")
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(row), lineterminator="\n")
+    quoting = csv_quoting((*row, *row.values()))
+    writer = csv.DictWriter(out, fieldnames=list(row), lineterminator="\n", quoting=quoting)
     writer.writeheader()
     writer.writerow({k: "" if v is None else v for k, v in row.items()})
     return out.getvalue()
 
 
-def _c_value(value: Any) -> str:
+def _c_value(value: Any, name: str) -> str:
+    """A C constant: ``1``/``0`` for booleans, numbers exactly (parenthesised when negative, so ``a-X``
+    stays a subtraction), anything else a string literal."""
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, int):
-        return str(value)
+        if not -_INT64 <= value < _INT64:
+            raise UserError(f"best configuration: {name} = {brief(value)} does not fit a C long long")
+        return f"({value})" if value < 0 else str(value)
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise UserError(f"best configuration: {value} cannot be written as a C constant")
-        return repr(value)
-    text = str(value)
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'"{escaped}"'
+            raise UserError(f"best configuration: {name} = {value} cannot be written as a C constant")
+        return f"({value!r})" if math.copysign(1.0, value) < 0 else repr(value)
+    return _c_string(str(value))
 
 
+#: Characters a C string literal writes with a short escape; ``?`` too, so no trigraph (``??/``) can form.
+_C_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "?": "\\?"}
+
+
+def _c_string(text: str) -> str:
+    """A C string literal of ``text``'s UTF-8 bytes. Printable ASCII stays; every other byte is a
+    three-digit octal escape, which (unlike ``\\xNN``) never swallows the digit after it. A control
+    character cannot end the literal or the line, so no value can inject a ``#define``."""
+    out = []
+    for byte in text.encode("utf-8", "surrogatepass"):
+        char = chr(byte)
+        out.append(_C_ESCAPES.get(char) or (char if 0x20 <= byte < 0x7F else f"\\{byte:03o}"))
+    return '"' + "".join(out) + '"'
+
+
+_INT64 = 2**63
 _ASCII_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _C_KEYWORDS = frozenset({
     "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",
     "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed",
-    "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while"
+    "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while",
+    # C23 keywords and what <stdbool.h>/<assert.h> define; 'defined' cannot be a macro at all
+    "alignas", "alignof", "bool", "constexpr", "false", "nullptr", "static_assert", "thread_local", "true",
+    "typeof", "typeof_unqual", "defined",
 })
+#: Variables a shell or the dynamic loader acts on: sourcing a file that sets them runs someone's code.
+_SHELL_SPECIAL = frozenset({
+    "PATH", "IFS", "ENV", "BASH_ENV", "CDPATH", "HOME", "SHELL", "PS1", "PS2", "PS4", "PROMPT_COMMAND",
+    "SHELLOPTS", "BASHOPTS", "GLOBIGNORE", "PYTHONPATH", "PYTHONSTARTUP", "PERL5OPT", "NODE_OPTIONS",
+})
+_SHELL_SPECIAL_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_")
 
 
 def _check_names(best: BestConfig, what: str) -> None:
     for name in best.config:
-        if not _ASCII_NAME.match(name) or (what == "C header" and name in _C_KEYWORDS):
-            raise UserError(f"best configuration: factor name {name!r} cannot be a {what} name (ASCII letters, digits, _)")
+        if not _ASCII_NAME.match(name):
+            raise UserError(f"best configuration: factor name {brief(name)} cannot be a {what} name "
+                            "(ASCII letters, digits, _)")
+        if what == "C header" and (name in _C_KEYWORDS or re.match(r"^_[A-Z_]", name)):
+            raise UserError(f"best configuration: factor name '{name}' is a C keyword or a reserved identifier")
+        if what == "environment variable" and (name in _SHELL_SPECIAL or name.startswith(_SHELL_SPECIAL_PREFIXES)):
+            raise UserError(f"best configuration: factor name '{name}' is a variable the shell or loader acts on")
+
+
+#: Control characters, line and paragraph separators, lone surrogates: what may end a line for some reader.
+_LINE_BREAKING = frozenset({"Cc", "Cs", "Zl", "Zp"})
+
+
+def _unprintable(char: str) -> bool:
+    """Control, format (bidi overrides), surrogate and line/paragraph-separator characters."""
+    return unicodedata.category(char)[0] == "C" or unicodedata.category(char) in ("Zl", "Zp")
 
 
 def _comment(text: str) -> str:
-    return text.replace("*/", "* /").replace("\n", " ")
+    """Text for a one-line comment: unprintable characters dropped, then ``*/`` and ``/*`` broken."""
+    text = "".join(ch for ch in str(text) if not _unprintable(ch))
+    return text.replace("*/", "* /").replace("/*", "/ *")
 
 
 def to_header(best: BestConfig) -> str:
     """A C header: an include guard, a comment saying where the values come from, one #define per factor."""
     _check_names(best, "C header")
     guard = "TUNELAB_BEST_" + re.sub(r"[^A-Za-z0-9]", "_", best.study).upper() + "_H"
+    if guard in best.config:
+        raise UserError(f"best configuration: factor name '{guard}' is the header's include guard")
     interval = (f" ({best.level:.0%} interval {best.lower:.6g} .. {best.upper:.6g})"
                 if best.lower is not None and best.upper is not None else "")
     lines = [
-        f"/* Best configuration of Tunelab study '{_comment(best.study)}' ({best.source}). */",
-        f"/* {_comment(best.objective)} = {best.value:.6g}{interval}; {best.direction}; {best.created_at} */",
+        "/* " + _comment(f"Best configuration of Tunelab study '{best.study}' ({best.source}).") + " */",
+        "/* " + _comment(f"{best.objective} = {best.value:.6g}{interval}; {best.direction}; {best.created_at}") + " */",
         f"#ifndef {guard}", f"#define {guard}", "",
     ]
-    lines += [f"#define {name} {_c_value(value)}" for name, value in best.config.items()]
+    lines += [f"#define {name} {_c_value(value, name)}" for name, value in best.config.items()]
     lines += ["", f"#endif /* {guard} */", ""]
     return "\n".join(lines)
 
 
-def _shell_value(value: Any) -> str:
+def _shell_value(value: Any, name: str) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, float):
         return repr(value)
-    return shlex.quote(str(value))
+    text = str(value)
+    bad = next((ch for ch in text if unicodedata.category(ch) in _LINE_BREAKING), None)
+    if bad is not None:  # a newline would start a new variable for every line-based env-file reader
+        raise UserError(f"best configuration: {name} = {brief(text)} holds control character {bad!r}, "
+                        "which an env file cannot carry")
+    return shlex.quote(text)
 
 
 def to_env(best: BestConfig) -> str:
-    """``NAME=value`` lines that ``sh`` can source (``set -a; . file``) and env-file readers accept."""
+    """``NAME=value`` lines that ``sh`` can source (``set -a; . file``) and env-file readers accept.
+
+    Text is single-quoted (``'`` as ``'"'"'``); a value holding a control character is refused.
+    """
     _check_names(best, "environment variable")
-    lines = [f"# Best configuration of Tunelab study '{best.study}' ({best.source}): "
-             f"{best.objective} = {best.value:.6g}".replace("\n", " ")]
-    lines += [f"{name}={_shell_value(value)}" for name, value in best.config.items()]
+    lines = ["# " + _comment(f"Best configuration of Tunelab study '{best.study}' ({best.source}): "
+                             f"{best.objective} = {best.value:.6g}")]
+    lines += [f"{name}={_shell_value(value, name)}" for name, value in best.config.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -240,12 +299,12 @@ FORMATS: Sequence[str] = tuple(WRITERS)
 def export_best(best: BestConfig, fmt: str) -> str:
     """``best`` written in format ``fmt`` (one of :data:`FORMATS`)."""
     if fmt not in WRITERS:
-        raise UserError(f"best configuration: format {fmt!r} is not one of {', '.join(FORMATS)}")
+        raise UserError(f"best configuration: format {brief(fmt)} is not one of {', '.join(FORMATS)}")
     return WRITERS[fmt][0](best)
 
 
 def best_filename(best: BestConfig, fmt: str) -> str:
     """A safe default file name, e.g. ``Matrix multiply (this CPU)-best.h``."""
     if fmt not in WRITERS:
-        raise UserError(f"best configuration: format {fmt!r} is not one of {', '.join(FORMATS)}")
+        raise UserError(f"best configuration: format {brief(fmt)} is not one of {', '.join(FORMATS)}")
     return safe_filename(f"{best.study}-best{WRITERS[fmt][1]}", fallback=f"best{WRITERS[fmt][1]}")

@@ -22,15 +22,18 @@ reads it back (single-level factors excepted: a constant column is not a factor 
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import json
 import math
 import os
 import re
+import stat
 import tempfile
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError
+from engine.io.table import load_json
 from engine.study import StudySpec
 
 FORMAT = "tunelab-study"
@@ -111,7 +115,7 @@ def study_to_json(spec: StudySpec, measurements: pd.DataFrame, extra: dict | Non
 def parse_study_json(text: str | bytes) -> StudyDocument:
     """Read a document written by :func:`study_to_json` back into a spec and a measurements frame."""
     try:
-        doc = json.loads(text)
+        doc = load_json(text.decode("utf-8") if isinstance(text, bytes) else text, "study JSON")
     except json.JSONDecodeError as exc:
         raise UserError(f"study JSON: not valid JSON at line {exc.lineno} col {exc.colno} ({exc.msg})") from None
     except UnicodeDecodeError as exc:
@@ -148,7 +152,15 @@ def study_to_csv(spec: StudySpec, measurements: pd.DataFrame) -> str:
         frame = frame.rename(columns={"value": spec.objective})
     first = [*spec.space.names, *(c for c in (spec.objective, "status", "error") if c in frame.columns)]
     frame = frame[first + [c for c in frame.columns if c not in first]]
-    return frame.to_csv(index=False, lineterminator="\n")
+    cells = chain(frame.columns, *(frame[c] for c in frame.columns if frame[c].dtype.kind in "OSU"))
+    return frame.to_csv(index=False, lineterminator="\n", quoting=csv_quoting(cells))
+
+
+def csv_quoting(cells: Iterable[Any]) -> int:
+    """How to quote a CSV file holding ``cells``. QUOTE_MINIMAL leaves a lone ``\\r`` unquoted when lines
+    end in ``\\n``, and readers (pandas, spreadsheets) then end the row there; so a file holding one is
+    written with every field quoted, and every other file stays as minimal as before."""
+    return csv.QUOTE_ALL if any("\r" in str(cell) for cell in cells) else csv.QUOTE_MINIMAL
 
 
 def safe_filename(text: str, fallback: str = "export") -> str:
@@ -170,23 +182,122 @@ def safe_filename(text: str, fallback: str = "export") -> str:
     return name or fallback
 
 
-def write_export(data: str | bytes, folder: str | Path, filename: str) -> Path:
-    """Write ``data`` as ``folder/filename`` (created if needed), refusing any name that leaves ``folder``.
+def _symlink_in(path: Path) -> Path | None:
+    """The first existing component of ``path`` (absolute, as given) that is a symbolic link."""
+    current = Path(path.anchor)
+    for part in path.parts[1:]:
+        current = current / part
+        if current.is_symlink():
+            return current
+        if not current.exists():
+            return None
+    return None
 
-    The file is written to a temporary name and renamed, so a reader never sees half an export.
-    """
-    root = Path(folder).resolve()
-    target = (root / filename).resolve()
-    if not filename or target.parent != root or target.name != filename:
+
+def _same_file(path: Path, st: os.stat_result | None, keep: Iterable[str | Path]) -> bool:
+    for other in keep:
+        other = Path(other)
+        if path == other.resolve():
+            return True
+        try:
+            kept = other.stat()
+        except OSError:
+            continue
+        if st is not None and (kept.st_dev, kept.st_ino) == (st.st_dev, st.st_ino):
+            return True
+    return False
+
+
+_KINDS = ((stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"), (stat.S_ISFIFO, "named pipe (FIFO)"),
+          (stat.S_ISSOCK, "socket"))
+
+
+def _place(folder: str | Path, filename: str, keep: Iterable[str | Path]) -> tuple[Path, os.stat_result | None]:
+    """The target path and what is there now, or a one-line UserError saying why not to write it."""
+    given = Path.cwd() / Path(folder).expanduser()
+    link = _symlink_in(given)
+    if link is not None:
+        raise UserError(f"export: folder {folder} goes through the symbolic link {link} (to {os.readlink(link)}); "
+                        "give the real folder")
+    root = given.resolve()
+    if root.exists() and not root.is_dir():
+        raise UserError(f"export: {root} is not a folder")
+    if filename in ("", ".", "..") or "\x00" in filename or Path(filename).name != filename:
         raise UserError(f"export: file name {filename!r} is not a plain name inside {root}")
+    target = root / filename
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        raise UserError(f"export: file name {filename!r} is not a plain name inside {root} "
+                        f"(it is a symbolic link to {os.readlink(target)}; refusing to write through it)")
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise UserError(f"export: {target} is a folder, not a file")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        kind = next((name for test, name in _KINDS if test(st.st_mode)), "special file")
+        raise UserError(f"export: {target} is a {kind}, not a regular file; refusing to replace it")
+    if _same_file(target, st, keep):
+        raise UserError(f"export: {target} is the database (or its write-ahead log); refusing to overwrite it")
+    return target, st
+
+
+def export_target(folder: str | Path, filename: str, *, keep: Iterable[str | Path] = ()) -> tuple[Path, bool]:
+    """Where :func:`write_export` would write ``filename`` in ``folder``, and whether it would
+    replace an existing file; refuses what :func:`write_export` refuses."""
+    target, st = _place(folder, filename, keep)
+    return target, st is not None
+
+
+def _umask() -> int:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
+
+
+def write_export(data: str | bytes, folder: str | Path, filename: str, *, keep: Iterable[str | Path] = ()) -> Path:
+    """Write ``data`` as ``folder/filename`` (the folder created if needed) and return its path.
+
+    Refused, in one line: a name that is not plain (it would leave ``folder``), a folder reached
+    through a symbolic link, a target that is a symbolic link, a folder, a device, a FIFO or a
+    socket (replacing those loses what they are), and any of the ``keep`` files (the database and
+    its ``.wal``). The data goes to a temporary file in the same folder, synced, then renamed over
+    the target, so a crash leaves the old file or the new one, never half of one; a replaced file
+    keeps its permissions.
+    """
+    target, st = _place(folder, filename, keep)
+    root = target.parent
     root.mkdir(parents=True, exist_ok=True)
     payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
     handle, temp = tempfile.mkstemp(dir=root, prefix=".tmp-", suffix=".part")
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(payload)
+            out.flush()
+            os.fchmod(out.fileno(), mode)
+            os.fsync(out.fileno())
         os.replace(temp, target)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+    _sync_folder(root)
     return target
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make the rename durable (best effort: not every file system syncs a folder)."""
+    try:
+        handle = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(handle)
+    except OSError:
+        pass
+    finally:
+        os.close(handle)

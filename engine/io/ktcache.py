@@ -37,10 +37,12 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError
+from engine.expr import brief
 from engine.io.table import (
     ImportedTable,
     Source,
     check_reserved,
+    load_json,
     native,
     read_bytes,
     source_name,
@@ -80,13 +82,14 @@ def repair_cache_text(text: str) -> tuple[str, bool]:
 def _parse_json(text: str, label: str) -> tuple[Any, bool]:
     """Parse as is when the text is complete JSON, else after KT's repair (which would break a
     complete but compact ``...}}`` ending, so it is only the fallback)."""
+    what = f"kt-cache {label}"
     try:
-        return json.loads(text), False
+        return load_json(text, what), False
     except json.JSONDecodeError:
         pass
     body, repaired = repair_cache_text(text)
     try:
-        return json.loads(body), repaired
+        return load_json(body, what), repaired
     except json.JSONDecodeError as exc:
         if exc.pos >= len(text.rstrip()) - 1:
             raise UserError(
@@ -116,7 +119,7 @@ def _load(source: Source, label: str) -> tuple[dict, bool]:
 
 def _factor(name: str, levels: Any, label: str) -> Factor:
     if not isinstance(levels, list):
-        raise UserError(f"kt-cache {label}: tune_params '{name}' must be a list of levels, got {levels!r}")
+        raise UserError(f"kt-cache {label}: tune_params {brief(name)} must be a list of levels, got {brief(levels)}")
     if levels and all(isinstance(v, bool) for v in levels):
         kind = "boolean"
     elif levels and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in levels):
@@ -133,7 +136,7 @@ def _factors(doc: dict, label: str) -> list[Factor]:
         raise UserError(f"kt-cache {label}: 'tune_params_keys' must be a non-empty list and 'tune_params' an object")
     missing = [k for k in keys if k not in params]
     if missing:
-        raise UserError(f"kt-cache {label}: tune_params has no levels for '{missing[0]}'")
+        raise UserError(f"kt-cache {label}: tune_params has no levels for {brief(missing[0])}")
     check_reserved(keys, f"kt-cache {label}")
     try:
         return [_factor(name, params[name], label) for name in keys]
@@ -156,8 +159,8 @@ def _factor_column(factor: Factor, records: pd.DataFrame, label: str) -> pd.Seri
     if not on_grid.all():
         row = int(np.argmax(~on_grid.to_numpy()))
         raise UserError(
-            f"kt-cache {label}: record {records.index[row]!r}: "
-            f"{factor.name}={native(raw.iloc[row])!r} is not in tune_params"
+            f"kt-cache {label}: record {brief(records.index[row])}: "
+            f"{factor.name}={brief(native(raw.iloc[row]))} is not in tune_params"
         )
     return column.astype(bool) if factor.kind == "boolean" else column
 
@@ -219,12 +222,12 @@ def import_kt_cache(path_or_bytes: Source, name: str | None = None, direction: s
     names = [f.name for f in factors]
     field = doc.get("objective") or "time"
     if not isinstance(field, str):
-        raise UserError(f"kt-cache {label}: objective {field!r} must be a field name")
+        raise UserError(f"kt-cache {label}: objective {brief(field)} must be a field name")
     if not doc["cache"]:
         raise UserError(f"kt-cache {label}: the cache holds no records")
     bad = next((k for k, v in doc["cache"].items() if not isinstance(v, dict)), None)
     if bad is not None:
-        raise UserError(f"kt-cache {label}: record {bad!r} is not an object")
+        raise UserError(f"kt-cache {label}: record {brief(bad)} is not an object")
     records = pd.DataFrame.from_dict(doc["cache"], orient="index")
 
     table = pd.DataFrame({f.name: _factor_column(f, records, label) for f in factors}).reset_index(drop=True)

@@ -19,8 +19,10 @@ typo such as ``constriants`` cannot silently drop the constraints)::
       - lws_y <= 1024
 
 The same in TOML uses top-level keys, ``runner = {kind = "table"}`` and one ``[[factors]]`` table per
-factor. YAML is read with ``yaml.safe_load`` only. Errors are one line: malformed text names its
-line; field errors (duplicate factor names, empty or non-numeric levels, bad constraints) come from
+factor. YAML is read with a SafeLoader made stricter (:class:`_SpecLoader`: no aliases, no key given
+twice, no nesting past :data:`~engine.io.table.MAX_DEPTH`); a spec holds at most
+:data:`MAX_SPEC_BYTES`. Errors are one line: malformed text names its line; field errors (duplicate
+factor names, empty or non-numeric levels, bad constraints, unknown runner kinds) come from
 :mod:`engine.space` / :mod:`engine.study` unchanged.
 """
 
@@ -30,152 +32,237 @@ import json
 import math
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.composer import ComposerError
+from yaml.constructor import ConstructorError
 
 from engine.errors import UserError
+from engine.expr import brief
+from engine.io.table import MAX_DEPTH, check_depth, source_name
+from engine.space_text import valid_count
 from engine.study import StudySpec
 
 FORMATS = ("yaml", "toml")
 _EXTENSIONS = {".yaml": "yaml", ".yml": "yaml", ".toml": "toml"}
 #: A spec is a small text file; refusing huge input keeps a hostile upload from eating memory.
 MAX_SPEC_BYTES = 1_000_000
-#: Most levels a low/high or powers_of_two factor may expand to (explicit lists are bounded by size).
-MAX_LEVELS = 100_000
+_PLAIN = (str, int, float, bool, type(None))
 _TOP_KEYS = ("name", "description", "objective", "direction", "runner", "factors", "constraints")
 _FACTOR_KEYS = ("name", "kind", "type", "levels", "low", "high", "step", "range", "powers_of_two")
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
-def _int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _check_factor(i: int, item: Any) -> None:
     """Shape checks Space.from_dict does not make, so bad input fails with a message, not a KeyError."""
     if not isinstance(item, Mapping):
-        raise UserError(f"spec: factor #{i + 1} must be a mapping with name, kind and levels, got {item!r}")
-    label = f"factor '{item.get('name', f'#{i + 1}')}'"
+        raise UserError(f"spec: factor #{i + 1} must be a mapping with name, kind and levels, got {brief(item)}")
+    label = f"factor {brief(item.get('name', f'#{i + 1}'))}"
     unknown = [k for k in item if k not in _FACTOR_KEYS]
     if unknown:
-        raise UserError(f"{label}: unknown key {unknown[0]!r} (allowed: {', '.join(_FACTOR_KEYS)})")
+        raise UserError(f"{label}: unknown key {brief(unknown[0])} (allowed: {', '.join(_FACTOR_KEYS)})")
     kind = item.get("kind", item.get("type"))
     generators = [k for k in ("low", "high", "range", "powers_of_two") if k in item]
     if "levels" in item and generators:
         raise UserError(f"{label}: give either 'levels' or '{generators[0]}', not both")
-    if "levels" in item and item["levels"] is not None and not isinstance(item["levels"], list):
-        raise UserError(f"{label}: 'levels' must be a list, got {item['levels']!r}")
     if "low" in item or "high" in item or "range" in item:
         if kind != "integer":
-            raise UserError(f"{label}: low/high and range need kind: integer, not {kind!r}")
-        if "range" in item:
-            bounds = item["range"]
-            if not isinstance(bounds, list) or len(bounds) not in (2, 3):
-                raise UserError(f"{label}: 'range' must be [low, high] or [low, high, step], got {bounds!r}")
-        else:
-            if "low" not in item or "high" not in item:
-                raise UserError(f"{label}: needs both 'low' and 'high'")
-            bounds = [item["low"], item["high"], item.get("step", 1)]
-        low, high, step = (list(bounds) + [1])[:3]
-        if not all(_int(v) for v in (low, high, step)):
-            raise UserError(f"{label}: low, high and step must be integers, got {low!r}, {high!r}, {step!r}")
-        if step > 0 and high >= low and (high - low) // step + 1 > MAX_LEVELS:
-            raise UserError(f"{label}: {low}..{high} step {step} is more than {MAX_LEVELS:,} levels")
+            raise UserError(f"{label}: low/high and range need kind: integer, not {brief(kind)}")
+        if "range" not in item and ("low" not in item or "high" not in item):
+            raise UserError(f"{label}: needs both 'low' and 'high'")
     if "step" in item and "low" not in item:
         raise UserError(f"{label}: 'step' needs 'low' and 'high'")
-    if "powers_of_two" in item:
-        if kind != "ordinal":
-            raise UserError(f"{label}: powers_of_two needs kind: ordinal, not {kind!r}")
-        pair = item["powers_of_two"]
-        if (
-            not isinstance(pair, list)
-            or len(pair) != 2
-            or not all(_int(v) and v >= 1 and v & (v - 1) == 0 for v in pair)
-            or pair[0] > pair[1]
-        ):
-            raise UserError(f"{label}: powers_of_two must be [low, high], powers of two with low <= high, got {pair!r}")
+    if "powers_of_two" in item and kind != "ordinal":
+        raise UserError(f"{label}: powers_of_two needs kind: ordinal, not {brief(kind)}")
 
 
 def spec_from_data(data: Any) -> StudySpec:
     """A StudySpec from parsed YAML/TOML data, after the shape checks the dataclasses leave out."""
     if not isinstance(data, Mapping):
-        raise UserError(f"spec: expected a mapping of name, objective, factors ... at the top level, got {data!r:.60}")
+        raise UserError(f"spec: expected a mapping of name, objective, factors ... at the top level, got {brief(data)}")
     unknown = [k for k in data if k not in _TOP_KEYS]
     if unknown:
-        raise UserError(f"spec: unknown key {unknown[0]!r} (allowed: {', '.join(_TOP_KEYS)})")
+        raise UserError(f"spec: unknown key {brief(unknown[0])} (allowed: {', '.join(_TOP_KEYS)})")
     if "name" not in data:
         raise UserError("spec: missing 'name'")
+    check_plain(data, "spec")
     factors = data.get("factors")
     if not isinstance(factors, list) or not factors:
-        raise UserError(f"spec: 'factors' must be a non-empty list, got {factors!r:.60}")
+        raise UserError(f"spec: 'factors' must be a non-empty list, got {brief(factors)}")
     for i, item in enumerate(factors):
         _check_factor(i, item)
     runner = data.get("runner", {"kind": "table"})
     if not isinstance(runner, Mapping) or not isinstance(runner.get("kind"), str):
-        raise UserError(f"spec: 'runner' must be a mapping with a 'kind', got {runner!r:.60}")
-    constraints = data.get("constraints") or []
-    if isinstance(constraints, str):
-        constraints = [constraints]
-    if not isinstance(constraints, list) or not all(isinstance(c, str) for c in constraints):
-        raise UserError(f"spec: 'constraints' must be a list of strings, got {constraints!r:.60}")
+        raise UserError(f"spec: 'runner' must be a mapping with a 'kind', got {brief(runner)}")
     if not isinstance(data.get("description") or "", str):
-        raise UserError(f"spec: 'description' must be text, got {data['description']!r:.60}")
-    return StudySpec.from_dict({**data, "constraints": constraints})
+        raise UserError(f"spec: 'description' must be text, got {brief(data['description'])}")
+    return StudySpec.from_dict(data)
 
 
-def parse_spec(text: str, fmt: str) -> StudySpec:
-    """Parse spec text in ``fmt`` ("yaml" or "toml")."""
+def check_plain(value: Any, where: str) -> None:
+    """A spec is stored as JSON: text, numbers, booleans, null, lists, and mappings with text keys. TOML
+    dates and YAML ``!!binary`` or ``!!set`` values would pass parsing and break saving, so they stop here."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise UserError(f"{where}: key {brief(key)} must be text")
+            check_plain(item, f"{where}.{key}" if key.isidentifier() and len(key) <= 40 else f"{where}[{brief(key)}]")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            check_plain(item, f"{where}[{i}]")
+    elif not isinstance(value, _PLAIN):
+        raise UserError(f"{where}: {brief(value)} is not text, a number, a boolean or null")
+
+
+def parse_spec(text: str, fmt: str, *, satisfiable: bool = False) -> StudySpec:
+    """Parse spec text in ``fmt`` ("yaml" or "toml").
+
+    ``satisfiable=True`` also refuses a spec whose constraints exclude every configuration (counted by
+    enumeration, or by sampling a huge space): what creating a study wants, and :func:`load_spec` does.
+    """
     if fmt not in FORMATS:
-        raise UserError(f"spec format {fmt!r} must be 'yaml' or 'toml'")
-    if len(text.encode("utf-8", "replace")) > MAX_SPEC_BYTES:
+        raise UserError(f"spec format {brief(fmt)} must be 'yaml' or 'toml'")
+    if len(text) > MAX_SPEC_BYTES or len(text.encode("utf-8", "replace")) > MAX_SPEC_BYTES:
         raise UserError(f"spec: {len(text):,} characters is more than a spec may hold ({MAX_SPEC_BYTES:,} bytes)")
-    if fmt == "yaml":
+    data = _parse_yaml(text) if fmt == "yaml" else _parse_toml(text)
+    check_depth(data, "spec")
+    spec = spec_from_data(data)
+    if satisfiable:
+        valid_count(spec.space)  # raises, naming the constraint, when nothing is valid
+    return spec
+
+
+def _parse_yaml(text: str) -> Any:
+    try:
+        return yaml.load(text, Loader=_SpecLoader)  # noqa: S506 - a SafeLoader, stricter still
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = " ".join(str(exc.problem or exc.context).split())
+        raise UserError(f"spec: malformed YAML{where}: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise UserError(f"spec: malformed YAML: {' '.join(str(exc).split())}") from None
+
+
+def _parse_toml(text: str) -> Any:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"spec: malformed TOML: {' '.join(str(exc).split())}") from None
+    except RecursionError:
+        raise UserError("spec: malformed TOML: arrays or tables nested too deep to read") from None
+    except ValueError:  # int('9' * 5000): past Python's integer conversion limit
+        raise UserError("spec: malformed TOML: a number has more digits than Python converts (4,300)") from None
+
+
+class _SpecLoader(yaml.SafeLoader):
+    """``yaml.safe_load`` made strict for small hand-written files. It refuses aliases (``*a``: a few
+    lines of nested aliases expand to gigabytes), nesting past MAX_DEPTH (the composer recurses), and a
+    key given twice in one mapping (YAML keeps the last silently). Dates stay text (``2024-01-01`` is a
+    level, not a ``datetime``), and an integer too long for Python to convert stays text too, so the
+    field holding it refuses it by name."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            raise ComposerError(None, None, f"alias *{event.anchor} is not allowed in a spec; repeat the value",
+                                event.start_mark)
+        if not isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            return super().compose_node(parent, index)
+        if self._depth >= MAX_DEPTH:
+            raise ComposerError(None, None, f"lists or mappings nested more than {MAX_DEPTH} deep", event.start_mark)
+        self._depth += 1
         try:
-            data = yaml.safe_load(text)
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            problem = " ".join(str(exc.problem or exc.context).split())
-            raise UserError(f"spec: malformed YAML{where}: {problem}") from None
-        except yaml.YAMLError as exc:
-            raise UserError(f"spec: malformed YAML: {' '.join(str(exc).split())}") from None
-    else:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, Hashable) and key in seen:
+                raise ConstructorError("while reading a mapping", node.start_mark,
+                                       f"key {brief(key)} appears twice", key_node.start_mark)
+            if isinstance(key, Hashable):
+                seen.add(key)
+        return super().construct_mapping(node, deep)
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int | str:
         try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise UserError(f"spec: malformed TOML: {' '.join(str(exc).split())}") from None
-    return spec_from_data(data)
+            return super().construct_yaml_int(node)
+        except ValueError:  # more digits than int() converts
+            return self.construct_scalar(node)
+
+
+_SpecLoader.add_constructor("tag:yaml.org,2002:int", _SpecLoader.construct_yaml_int)
+_SpecLoader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_str)
 
 
 def load_spec(path: str | Path) -> StudySpec:
-    """Read a spec file; the format follows the extension (.yaml, .yml, .toml)."""
-    path = Path(path)
+    """Read a spec file; the format follows the extension (.yaml, .yml, .toml).
+
+    This is how ``tunelab study create`` reads a spec, so a spec whose constraints exclude every
+    configuration is refused here, before a study exists.
+    """
+    path, label = Path(path), source_name(path)
     fmt = _EXTENSIONS.get(path.suffix.lower())
     if fmt is None:
-        raise UserError(f"spec {path.name}: extension {path.suffix or '(none)'!r} is not .yaml, .yml or .toml")
+        raise UserError(f"spec {label}: extension {brief(path.suffix or '(none)')} is not .yaml, .yml or .toml")
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as handle:  # at most one byte past the limit: /dev/zero never ends
+            raw = handle.read(MAX_SPEC_BYTES + 1)
     except FileNotFoundError:
-        raise UserError(f"spec {path.name}: no such file") from None
-    except UnicodeDecodeError as exc:
-        raise UserError(f"spec {path.name}: not UTF-8 text (byte {exc.start})") from None
+        raise UserError(f"spec {label}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"spec {label}: is a folder, not a file") from None
+    if len(raw) > MAX_SPEC_BYTES:
+        raise UserError(f"spec {label}: more than {MAX_SPEC_BYTES:,} bytes, the most a spec may hold")
     try:
-        return parse_spec(text, fmt)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"spec {label}: not UTF-8 text (byte {exc.start})") from None
+    try:
+        return parse_spec(text, fmt, satisfiable=True)
     except UserError as exc:
-        raise UserError(f"{path.name}: {exc}") from None
+        raise UserError(f"{label}: {exc}") from None
+
+
+class _Dumper(yaml.SafeDumper):
+    """``yaml.safe_dump``, except that text holding a line break YAML folds when it is unquoted or
+    single-quoted (NEL, LS, PS) is written double-quoted, escaped, so it reads back unchanged."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    style = '"' if any(ch in text for ch in "\x85\u2028\u2029") else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def dump_yaml(data: Any, **options: Any) -> str:
+    """YAML text that ``yaml.safe_load`` reads back to ``data``, Unicode kept readable."""
+    return yaml.dump(data, Dumper=_Dumper, allow_unicode=True, **options)
 
 
 def dump_spec(spec: StudySpec, fmt: str = "yaml") -> str:
     """Spec text that :func:`parse_spec` reads back to an equal spec."""
     data = spec.to_dict()
     if fmt == "yaml":
-        return yaml.safe_dump(data, sort_keys=False, default_flow_style=None, allow_unicode=True, width=100)
+        return dump_yaml(data, sort_keys=False, default_flow_style=None, width=100)
     if fmt == "toml":
         return _toml(data)
-    raise UserError(f"spec format {fmt!r} must be 'yaml' or 'toml'")
+    raise UserError(f"spec format {brief(fmt)} must be 'yaml' or 'toml'")
 
 
 # -- TOML writing (the standard library only reads TOML) ------------------------------------------
@@ -206,7 +293,7 @@ def _toml_value(value: Any, where: str) -> str:
     if isinstance(value, Mapping):
         items = ", ".join(f"{_toml_key(str(k))} = {_toml_value(v, where)}" for k, v in value.items())
         return "{" + items + "}"
-    raise UserError(f"spec: {where} holds {value!r}, which TOML cannot represent")
+    raise UserError(f"spec: {where} holds {brief(value)}, which TOML cannot represent")
 
 
 def _toml(data: Mapping) -> str:

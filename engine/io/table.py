@@ -13,15 +13,20 @@ so importing it means guessing the search space from the columns themselves:
   :func:`engine.io.export.study_to_csv` imports back unchanged.
 
 Everything is column-wise pandas: 23,120 Laplacian rows import in well under a second.
+
+Input is hostile until proven otherwise: at most :data:`MAX_IMPORT_BYTES` are read or inflated from
+gzip (a gzip bomb is refused 64 MiB in, not at 1 GiB), JSON goes through :func:`load_json` (no key
+twice, no nesting past :data:`MAX_DEPTH`), and every refusal is one line naming the file and the value.
 """
 
 from __future__ import annotations
 
-import gzip
 import io
+import json
 import re
+import unicodedata
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -30,7 +35,8 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError
-from engine.space import Factor, Space
+from engine.expr import brief
+from engine.space import Factor, Space, first_duplicate
 from engine.study import StudySpec
 
 #: Columns every imported table has after its factor columns.
@@ -39,6 +45,15 @@ TABLE_COLUMNS = ("value", "status", "error")
 STATUSES = ("ok", "invalid", "failed", "timeout")
 _MISSING_WORDS = {"", "na", "nan", "n/a", "null", "none"}
 _BOOL_WORDS = {"true": True, "false": False}
+#: Most bytes an import may hold, read or inflated from gzip: 4x the largest Kernel Tuner cache we know
+#: (16 MB), and small enough that refusing a gzip bomb never costs more than this much memory.
+MAX_IMPORT_BYTES = 64 * 2**20
+#: Deepest nesting of lists and mappings a spec or an import may hold (a Kernel Tuner cache needs 4).
+MAX_DEPTH = 32
+GZIP_MAGIC = b"\x1f\x8b"
+_CHUNK = 2**20
+#: Unicode categories that break a line or are invisible controls.
+_CONTROL = frozenset({"Cc", "Zl", "Zp"})
 
 Source = str | Path | bytes | bytearray | BinaryIO
 
@@ -65,46 +80,118 @@ def study_name_from(text: str, fallback: str = "imported") -> str:
 
 
 def source_name(source: Source) -> str:
-    """The bare file name of a path or uploaded file (never a directory), or '' for raw bytes."""
-    if isinstance(source, (str, Path)):
-        return Path(source).name
-    return Path(str(getattr(source, "name", "") or "")).name
+    """The bare file name of a path or uploaded file (never a directory), or '' for raw bytes; control
+    characters become ``?`` since the name lands in one-line messages and the study's runner."""
+    raw = source if isinstance(source, (str, Path)) else str(getattr(source, "name", "") or "")
+    return _printable(Path(raw).name[:200])
 
 
-def read_bytes(source: Source, what: str) -> bytes:
-    """The raw content of a path, bytes or binary file object; gzip is undone when present."""
+def _printable(text: str) -> str:
+    return "".join("?" if unicodedata.category(ch) in _CONTROL else ch for ch in text)
+
+
+def listing(names: Iterable[Any], shown: int = 10) -> str:
+    """Names for a one-line message: the first ``shown``, each cut short, then how many in all."""
+    names = [_printable(str(n)) for n in names]
+    head = ", ".join(n if len(n) <= 40 else n[:39] + "…" for n in names[:shown])
+    return head + (f" … ({len(names):,} in all)" if len(names) > shown else "")
+
+
+def read_bytes(source: Source, what: str, limit: int = MAX_IMPORT_BYTES) -> bytes:
+    """The raw content of a path, bytes or binary file object; gzip is undone when present.
+
+    At most ``limit`` bytes are read or inflated, so a huge file or a gzip bomb is refused, not loaded.
+    """
     if isinstance(source, (bytes, bytearray)):
         data = bytes(source)
     elif isinstance(source, (str, Path)):
         try:
-            data = Path(source).read_bytes()
+            with open(source, "rb") as handle:  # read(limit + 1), not read_bytes(): /dev/zero never ends
+                data = handle.read(limit + 1)
         except FileNotFoundError:
             raise UserError(f"{what} {Path(source).name}: no such file") from None
         except IsADirectoryError:
             raise UserError(f"{what} {Path(source).name}: is a folder, not a file") from None
     elif hasattr(source, "read"):
-        data = source.read()
+        data = source.read(limit + 1)
         if isinstance(data, str):
             data = data.encode("utf-8")
     else:
         raise UserError(f"{what}: expected a path, bytes or a file object, got {type(source).__name__}")
-    return gunzip(data, what)
+    if len(data) > limit:
+        raise UserError(f"{what}: more than {limit:,} bytes, the most an import may hold")
+    return gunzip(data, what, limit)
 
 
-def gunzip(data: bytes, what: str) -> bytes:
+def gunzip(data: bytes, what: str, limit: int = MAX_IMPORT_BYTES) -> bytes:
     """Decompress gzip data (detected by its magic bytes, not the file name); plain data passes through.
 
-    A gzip stream cut short returns what it holds, so an interrupted copy of a file still reaches
-    the format's own repair rules.
+    Inflation stops past ``limit`` bytes (a 1 MB gzip of zeros inflates to 1 GiB). A gzip stream cut
+    short returns what it holds, so an interrupted copy of a file still reaches the format's own repair
+    rules; a corrupt one is a one-line error. Concatenated members are joined, as ``gzip`` does.
     """
-    if not data.startswith(b"\x1f\x8b"):
+    if not data.startswith(GZIP_MAGIC):
         return data
+    pieces: list[bytes] = []  # joined once at the end: a growing bytearray would peak at twice the limit
+    size, rest = 0, data
+    while rest.startswith(GZIP_MAGIC):
+        inflater = zlib.decompressobj(wbits=31)
+        pending = rest
+        try:
+            while not inflater.eof:
+                piece = inflater.decompress(pending, min(_CHUNK, limit + 1 - size))
+                pieces.append(piece)
+                size += len(piece)
+                if size > limit:
+                    raise UserError(f"{what}: inflates to more than {limit:,} bytes, the most an import may hold")
+                pending = inflater.unconsumed_tail
+                if not piece and not pending:
+                    return b"".join(pieces)  # cut short: what it holds
+        except zlib.error as exc:
+            raise UserError(f"{what}: not a valid gzip file ({' '.join(str(exc).split())})") from None
+        rest = inflater.unused_data
+    return b"".join(pieces)
+
+
+def check_depth(data: Any, what: str, limit: int = MAX_DEPTH) -> None:
+    """Refuse lists and mappings nested deeper than ``limit``; walks with a stack, since a recursive walk
+    (``repr``, ``str``, pandas) over deep input is exactly what would fail later."""
+    stack = [(data, 1)] if isinstance(data, (Mapping, list)) else []
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, Mapping) else value
+        if depth > limit:
+            raise UserError(f"{what}: lists or mappings nested more than {limit} deep")
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (Mapping, list)))
+
+
+class _DuplicateKey(Exception):
+    """Raised inside json.loads; :func:`load_json` words it with the file's name."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        raise _DuplicateKey(first_duplicate([key for key, _ in pairs]))
+    return data
+
+
+def load_json(text: str, what: str) -> Any:
+    """``json.loads`` that refuses, in one line naming ``what``, what it would accept silently or crash on:
+    a key given twice (JSON keeps the last), nesting too deep (RecursionError), an integer of more
+    digits than Python converts. A syntax error stays a :class:`json.JSONDecodeError` for the caller."""
     try:
-        return gzip.decompress(data)
-    except EOFError:
-        return zlib.decompressobj(wbits=31).decompress(data)
-    except (OSError, ValueError) as exc:
-        raise UserError(f"{what}: not a valid gzip file ({exc})") from None
+        data = json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise UserError(f"{what}: key {brief(exc.args[0])} appears twice in one object") from None
+    except RecursionError:
+        raise UserError(f"{what}: lists or objects nested too deep to read") from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # int('9' * 5000): over Python's integer conversion limit
+        raise UserError(f"{what}: a number is too long to read ({' '.join(str(exc).split())[:80]}…)") from None
+    check_depth(data, what)
+    return data
 
 
 def check_reserved(names: Iterable[str], what: str) -> None:
@@ -157,7 +244,7 @@ def _read_csv(source: Source, label: str) -> pd.DataFrame:
     frame = frame.iloc[1:].reset_index(drop=True)
     duplicated = frame.columns[frame.columns.duplicated()]
     if len(duplicated):
-        raise UserError(f"table {label}: column '{duplicated[0]}' appears twice")
+        raise UserError(f"table {label}: column {brief(duplicated[0])} appears twice")
     return frame
 
 
@@ -166,7 +253,9 @@ def _infer_factor(name: str, text: pd.Series, label: str) -> tuple[Factor, pd.Se
     empty = text == ""
     if empty.any():
         row = int(np.argmax(empty.to_numpy())) + 1
-        raise UserError(f"table {label}: column '{name}' row {row}: empty value (pass ignore=['{name}'] to skip it)")
+        raise UserError(
+            f"table {label}: column {brief(name)} row {row}: empty value (pass ignore=[{brief(name)}] to skip it)"
+        )
     lower = text.str.lower()
     if lower.isin(list(_BOOL_WORDS)).all():
         values = lower.map(_BOOL_WORDS).astype(bool)
@@ -184,7 +273,9 @@ def _objective(text: pd.Series, objective: str, label: str) -> tuple[pd.Series, 
     bad = numbers.isna() & ~missing_word
     if bad.any():
         row = int(np.argmax(bad.to_numpy()))
-        raise UserError(f"table {label}: objective '{objective}' row {row + 1}: {text.iloc[row]!r} is not a number")
+        raise UserError(
+            f"table {label}: objective {brief(objective)} row {row + 1}: {brief(text.iloc[row])} is not a number"
+        )
     finite = pd.Series(np.isfinite(numbers.to_numpy(dtype=float)), index=text.index)
     return numbers.astype(float).where(finite), finite
 
@@ -197,7 +288,7 @@ def _statuses(frame: pd.DataFrame, has_value: pd.Series, label: str) -> tuple[pd
         if unknown.any():
             row = int(np.argmax(unknown.to_numpy()))
             raise UserError(
-                f"table {label}: status row {row + 1}: {frame['status'].iloc[row]!r} "
+                f"table {label}: status row {row + 1}: {brief(frame['status'].iloc[row])} "
                 f"is not one of {', '.join(STATUSES)}"
             )
         status = status.where(has_value | (status != "ok"), "invalid")
@@ -228,13 +319,13 @@ def import_table(
         raise UserError(f"table {label}: no data rows")
     if objective not in frame.columns:
         raise UserError(
-            f"table {label}: objective column '{objective}' not found; columns are: {', '.join(frame.columns)}"
+            f"table {label}: objective column {brief(objective)} not found; columns are: {listing(frame.columns)}"
         )
     ignore = list(ignore)
     unknown = [c for c in ignore if c not in frame.columns]
     if unknown:
         raise UserError(
-            f"table {label}: ignore column '{unknown[0]}' not found; columns are: {', '.join(frame.columns)}"
+            f"table {label}: ignore column {brief(unknown[0])} not found; columns are: {listing(frame.columns)}"
         )
     frame = frame.apply(lambda col: col.str.strip())
 
@@ -246,7 +337,7 @@ def import_table(
     constant = [c for c in candidates if frame[c].nunique() <= 1]
     factor_names = [c for c in candidates if c not in constant]
     if not factor_names:
-        raise UserError(f"table {label}: no factor columns (constant columns: {', '.join(constant) or 'none'})")
+        raise UserError(f"table {label}: no factor columns (constant columns: {listing(constant) or 'none'})")
     check_reserved(factor_names, f"table {label}")
 
     factors, columns = [], {}

@@ -8,10 +8,15 @@ went wrong: a compile error, a non-zero exit, a timeout or a wrong answer is a *
 
 Repeats: a failure ends a configuration's repeats, so a result list holds the repeats that ran, the
 failing one last; results are numbered from ``start`` so a resumed campaign continues the numbering.
+A value that is not a finite number (``nan``, ``inf``) is such a failure, whatever the runner.
+
+What a result keeps is bounded (:data:`ERROR_LIMIT`, :data:`METADATA_LIMIT`): a program or a callable
+that reports megabytes cannot bloat the store or a worker's reply.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import socket
 from abc import ABC, abstractmethod
@@ -23,6 +28,10 @@ from typing import Any, ClassVar
 from engine.errors import UserError
 
 STATUSES = ("ok", "failed", "timeout", "invalid")
+#: Most characters of an error text a result keeps (its start and its end).
+ERROR_LIMIT = 8 * 1024
+#: Most characters of metadata (as JSON) a result keeps; entries beyond it are replaced by a note.
+METADATA_LIMIT = 64 * 1024
 #: Options every runner takes besides its own.
 COMMON_OPTIONS = ("repeats", "warmup", "timeout", "check")
 
@@ -83,6 +92,47 @@ class Trial:
     per_repeat: list[dict[str, Any]] | None = None
 
 
+def bounded_text(text: str, limit: int = ERROR_LIMIT) -> str:
+    """``text`` whole, or its start and end with a note in between when longer than ``limit``."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half:,} characters not kept ...]\n{text[-half:]}"
+
+
+def plain(value: Any) -> Any:
+    """``json.dumps`` fallback: numpy scalars and arrays as Python values, anything else as text."""
+    for method in ("item", "tolist"):
+        if callable(getattr(value, method, None)):
+            try:
+                return getattr(value, method)()
+            except (TypeError, ValueError):
+                pass
+    return str(value)
+
+
+def _json_size(value: Any) -> int:
+    if isinstance(value, (str, bytes)):
+        return len(value)
+    try:
+        return len(json.dumps(value, default=plain))
+    except (TypeError, ValueError):  # keys JSON cannot take, a circular structure
+        return len(str(value))
+
+
+def bounded_metadata(metadata: Mapping[str, Any], limit: int = METADATA_LIMIT) -> dict[str, Any]:
+    """``metadata`` with every entry that would take it past ``limit`` characters of JSON replaced
+    by a short note saying how big it was."""
+    kept, used = {}, 0
+    for key, value in metadata.items():
+        size = _json_size(value)
+        if used + size > limit:
+            value, size = f"<not kept: {size:,} characters over the {limit:,}-character metadata limit>", 80
+        kept[key] = value
+        used += size
+    return kept
+
+
 def check_int(options: Mapping, name: str, default: int, low: int, what: str) -> int:
     value = options.get(name, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -105,6 +155,28 @@ def check_options(options: Mapping, allowed: tuple[str, ...], what: str) -> None
     for key in options:
         if key not in known:
             raise UserError(f"runner '{what}': unknown option '{key}' (known: {', '.join(sorted(known - {'kind'}))})")
+
+
+def finite_value(value: Any) -> float:
+    """``value`` as a finite float; otherwise a 'failed' :class:`MeasureError` saying what it was."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise MeasureError("failed", f"measured value {value!r:.80} is not a number") from None
+    if not math.isfinite(number):
+        raise MeasureError("failed", f"measured value {number} is not a finite number")
+    return number
+
+
+def _finite(values: list, failure: MeasureError | None) -> tuple[list[float], MeasureError | None]:
+    """The values up to the first one that is not a finite number, which becomes the failure."""
+    kept: list[float] = []
+    for value in values:
+        try:
+            kept.append(finite_value(value))
+        except MeasureError as exc:
+            return kept, exc
+    return kept, failure
 
 
 class Runner(ABC):
@@ -151,14 +223,16 @@ class Runner(ABC):
         except Exception as exc:  # noqa: BLE001 - a runner bug or a library error is still a recorded result
             trial = Trial(failure=MeasureError("failed", f"{type(exc).__name__}: {exc}"))
         finished = utc_now()
+        values, failure = _finite(trial.values[:n], trial.failure)
+        metadata = bounded_metadata(trial.metadata)
         results = []
-        for i, value in enumerate(trial.values[:n]):
+        for i, value in enumerate(values):
             extra = trial.per_repeat[i] if trial.per_repeat and i < len(trial.per_repeat) else {}
-            results.append(MeasureResult(float(value), "ok", None, start + i, {**trial.metadata, **extra},
+            results.append(MeasureResult(value, "ok", None, start + i, bounded_metadata({**metadata, **extra}),
                                          started_at=started, finished_at=finished))
-        if trial.failure is not None and len(results) < n:
-            results.append(MeasureResult(None, trial.failure.status, trial.failure.error, start + len(results),
-                                         dict(trial.metadata), started_at=started, finished_at=finished))
+        if failure is not None and len(results) < n:
+            results.append(MeasureResult(None, failure.status, bounded_text(str(failure.error)), start + len(results),
+                                         metadata, started_at=started, finished_at=finished))
         return results
 
     @abstractmethod
@@ -173,7 +247,7 @@ class Runner(ABC):
             for _ in range(self.warmup):
                 once()
             for _ in range(repeats):
-                trial.values.append(float(once()))
+                trial.values.append(finite_value(once()))
         except MeasureError as exc:
             trial.failure = exc
         return trial
