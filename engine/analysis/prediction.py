@@ -108,6 +108,7 @@ def argmin(prediction: pd.DataFrame, candidates: pd.DataFrame, valid: Validity =
     finite = fit[np.isfinite(fit)]
     tol = TIE_TOL * max(float(finite.max() - finite.min()), abs(fit[best]) * np.finfo(float).eps)
     ties = tuple(int(i) for i in np.flatnonzero(fit <= fit[best] + tol))
+    best = ties[0]  # the first of the tied rows, whichever the BLAS's last bits made smallest
     point = {k: _plain(v) for k, v in candidates.iloc[best].items()}
     return Argmin(best, _plain(candidates.index[best]), float(fit[best]), float(prediction["predicted"].iloc[best]), ties, point)
 

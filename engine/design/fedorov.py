@@ -179,7 +179,8 @@ class _Search:
         G += np.multiply.outer(1.0 - d_s, d_c)
         G += 1.0 - d_s[:, None]
         singular = G <= SINGULAR_RCOND  # the swap would make Z'Z singular: never an improvement
-        np.divide(H, G, out=G)
+        with np.errstate(divide="ignore", invalid="ignore"):  # 1 + Δ = 0 exactly: masked just below
+            np.divide(H, G, out=G)
         G /= float(np.sum(self.p.weight * C))  # relative to the current trace
         G[singular] = -np.inf
         return np.zeros(len(ZS))
