@@ -99,6 +99,16 @@ def wait_ready(page) -> None:
     )
 
 
+def analyse_everything(page) -> None:
+    """On the Analyze page, leave a 'continue from the decisions log' step (an earlier test accepted a
+    decision) for the analysis of every measurement, where the model builder is shown."""
+    page.get_by_text(re.compile(r"ANOVA \(Type I\)|continue from the decisions log")).first.wait_for()
+    carry_on = page.get_by_text("continue from the decisions log")
+    if carry_on.count():
+        carry_on.first.click()
+        wait_ready(page)
+
+
 def grid_cell(page, text: str):
     """A cell of an ``st.dataframe`` (drawn on a canvas; its accessible cells are in the DOM)."""
     return page.locator("[role='gridcell']", has_text=text).first
@@ -140,11 +150,7 @@ def test_run_a_design_then_analyze_and_download_an_export(server, page):
     page.get_by_text("Done: 8 results stored").wait_for(timeout=60_000)
     page.goto(server + "/analyze")
     wait_ready(page)
-    page.get_by_text(re.compile(r"ANOVA \(Type I\)|continue from the decisions log")).first.wait_for()
-    carry_on = page.get_by_text("continue from the decisions log")
-    if carry_on.count():  # an earlier test accepted a decision: analyse everything instead
-        carry_on.first.click()
-        wait_ready(page)
+    analyse_everything(page)
     page.get_by_text("ANOVA (Type I)").wait_for()
     page.goto(server + "/export")
     wait_ready(page)
@@ -187,6 +193,7 @@ def test_a_hostile_formula_is_refused_and_does_not_stall_another_session(server,
             p.set_default_timeout(30_000)
         attacker.goto(server + "/analyze")
         wait_ready(attacker)
+        analyse_everything(attacker)
         box = attacker.get_by_role("textbox", name="Formula").first
         box.fill("~ x1 + I(2**10**10)")
         box.press("Enter")
