@@ -1,9 +1,9 @@
 """Tunelab dashboard entry point: ``python -m streamlit run app/main.py`` (or ``tunelab serve``).
 
-Loopback only unless asked: Streamlit reads ``.streamlit/config.toml`` from the folder it starts
-in, so ``streamlit run /path/to/app/main.py`` from anywhere else binds every interface. Where the
-server is bound to anything but a loopback address (or nothing, meaning every interface), the
-dashboard shows one error and nothing else unless ``TUNELAB_ALLOW_REMOTE=1`` says that was meant
+Loopback only unless asked. Streamlit reads ``app/.streamlit/config.toml`` (next to this script)
+wherever it is started from, and that file binds 127.0.0.1. Should the server still be bound to
+anything but a loopback address (``--server.address``, ``STREAMLIT_SERVER_ADDRESS``), the dashboard
+shows one error and nothing else unless ``TUNELAB_ALLOW_REMOTE=1`` says that was meant
 (``tunelab serve --host ADDRESS`` sets it: naming the address is asking).
 """
 

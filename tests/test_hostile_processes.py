@@ -79,14 +79,15 @@ def _committed(line: str) -> tuple[str, int] | None:
 
 
 # -- a campaign killed from outside -------------------------------------------------------------------
+@pytest.mark.parametrize("executor", ["local", "dask"])
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
-def test_a_killed_campaign_leaves_no_process_and_resumes_without_loss_or_duplicates(db_path, mark, sig):
+def test_a_killed_campaign_leaves_no_process_and_resumes_without_loss_or_duplicates(db_path, mark, sig, executor):
     runner = {"kind": "command", "command": [PY, "-c", BENCH, "{a}", "{b}"], "metric": {"regex": r"time: (\S+)"},
               "repeats": 2}
     with Store(db_path) as store:
         study = store.create_study(StudySpec("cmd", SPACE, objective="time", runner=runner))
         design_id = store.save_design(study, SPACE.sample(12, seed=4), name="random", kind="random")
-    proc = subprocess.Popen([TUNELAB, "--db", str(db_path), "run", "--study", "cmd", "--executor", "local",
+    proc = subprocess.Popen([TUNELAB, "--db", str(db_path), "run", "--study", "cmd", "--executor", executor,
                              "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, MARK: mark, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
     committed = []
@@ -148,10 +149,18 @@ def _listening(port: int) -> list[str]:
     return found
 
 
-def test_serve_from_another_folder_binds_loopback_and_sigterm_leaves_nothing(tmp_path, mark):
+def _server_command(how: str, db: Path, port: int) -> list[str]:
+    if how == "tunelab serve":
+        return [TUNELAB, "--db", str(db), "serve", "--port", str(port), "--no-demo"]
+    return [PY, "-m", "streamlit", "run", str(REPO_ROOT / "app" / "main.py"), "--server.port", str(port)]
+
+
+@pytest.mark.parametrize("how", ["tunelab serve", "streamlit run"])
+def test_a_dashboard_started_from_another_folder_binds_loopback_and_sigterm_leaves_nothing(tmp_path, mark, how):
     db, port = tmp_path / "serve.duckdb", free_port()
-    proc = subprocess.Popen([TUNELAB, "--db", str(db), "serve", "--port", str(port), "--no-demo"], cwd=tmp_path,
-                            env={**os.environ, MARK: mark}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(_server_command(how, db, port), cwd=tmp_path,
+                            env={**os.environ, MARK: mark, "TUNELAB_DB": str(db), "TUNELAB_DEMO": "0"},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 120
         while True:
