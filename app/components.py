@@ -51,7 +51,7 @@ def study_picker(store: Store, label: str = "Study", key: str = STUDY_KEY) -> St
 def continue_from_decisions(store: Store, study: StoredStudy, key: str):
     """Offer to continue from the decisions log: hold the factors fixed so far and start from the
     model the last decision handed on. Returns (fixed, formula, step); ({}, None, None) if declined."""
-    from engine.study_data import next_step
+    from engine.analysis.study_data import next_step
 
     state = next_step(store.decisions(study.name))
     if not state.fixed and state.formula is None:
@@ -64,7 +64,7 @@ def continue_from_decisions(store: Store, study: StoredStudy, key: str):
 
 @st.cache_data(show_spinner="Preparing the candidate set…", max_entries=16)
 def _cached_candidates(_store: Store, db: str, study_id: int, name: str, fixed: str):
-    from engine.study_data import candidate_set
+    from engine.analysis.study_data import candidate_set
 
     study = _store.get_study(name)
     table = _store.study_table(name) if study.spec.runner.get("kind") == "table" else None

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from app.components import flash, guard
-from engine.space import Space
+from engine.space.factors import Space
 from storage import Store, StoredStudy
 
 
@@ -34,7 +34,7 @@ def fix_editor(space: Space, names: Sequence[str], proposed: Mapping, point: Map
 def tuning_review(store: Store, study: StoredStudy, actor: str) -> None:
     """When a tuning run (``tunelab tune`` without ``--auto``) waits on this study, show its proposal
     with accept / edit / reject; the answer goes to the decisions log for the run to resume from."""
-    from engine.strategies import review
+    from engine.execution import review
 
     waiting = review.pending(store.decisions(study.name))
     if waiting is None:

@@ -17,8 +17,8 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
+from app.cli.serve import ALLOW_REMOTE, is_loopback  # noqa: E402
 from app.navigation import pages  # noqa: E402
-from engine.cli.serve import ALLOW_REMOTE, is_loopback  # noqa: E402
 
 st.set_page_config(page_title="Tunelab", page_icon=":material/tune:", layout="wide")
 address = st.get_option("server.address")

@@ -11,8 +11,8 @@ from itertools import combinations
 import streamlit as st
 
 from engine.errors import UserError
-from engine.model_terms import KINDS, TermChoice, default_choice, from_formula, to_formula
-from engine.space import Space
+from engine.model.choice import KINDS, TermChoice, default_choice, from_formula, to_formula
+from engine.space.factors import Space
 
 
 def _pair_label(pair: tuple[str, str]) -> str:

@@ -19,7 +19,7 @@ import time
 import pandas as pd
 
 from engine.analysis import LinearModel, analyze, anova, argmin, predict
-from engine.paths import data_dir
+from engine.io.paths import data_dir
 
 TARGET_MS = 300.0
 NUMERIC = ["elements_number", "y_component_number", "vector_length", "threads_number", "lws_y"]

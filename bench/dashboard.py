@@ -41,7 +41,7 @@ def main() -> None:
                 break
             except OSError:
                 if time.perf_counter() - started > 120:
-                    raise SystemExit("server did not start in 120 s")
+                    raise SystemExit("server did not start in 120 s") from None
                 time.sleep(0.05)
         healthy = time.perf_counter() - started
         with sync_playwright() as pw:

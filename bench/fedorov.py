@@ -25,7 +25,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.design import optimal_design
-from engine.paths import data_dir, reference_dir
+from engine.io.paths import data_dir, reference_dir
 
 QUAD = "~ " + " + ".join(f"x{i}" for i in range(1, 9)) + " + " + " + ".join(f"I(x{i}^2)" for i in range(1, 9))
 FULL2 = "~ (" + " + ".join(f"x{i}" for i in range(1, 9)) + ")^2 + " + " + ".join(f"I(x{i}^2)" for i in range(1, 9))

@@ -55,9 +55,9 @@ def check_best(table: pd.DataFrame, size: int) -> float:
 
 
 def replay(path: str, budget: int, reps: int) -> None:
-    from engine.bench.run import run_benchmark
-    from engine.bench.summary import summary_table
-    from engine.bench.table import load_table
+    from engine.compare.replay import load_table
+    from engine.compare.run import run_benchmark
+    from engine.compare.summary import summary_table
 
     table = load_table(path, "seconds")
     comparison = run_benchmark(table, ["RS", "GA", "BO", "DLMT"], reps=reps, budget=budget, jobs=2, seed=0)

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 from engine.io.ktcache import import_kt_cache
-from engine.io.table import import_table
-from engine.paths import data_dir
+from engine.io.paths import data_dir
+from engine.io.table_import import import_table
 from storage import Store
 
 

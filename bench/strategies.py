@@ -14,11 +14,11 @@ import argparse
 import sys
 import time
 
-from engine.bench.presets import preset
-from engine.bench.run import run_benchmark
-from engine.bench.summary import summary_table, with_paper
-from engine.bench.table import load_table
-from engine.paths import data_dir
+from engine.compare.presets import preset
+from engine.compare.replay import load_table
+from engine.compare.run import run_benchmark
+from engine.compare.summary import summary_table, with_paper
+from engine.io.paths import data_dir
 
 LAPLACIAN = ["RS", "LHS", "GS", "GSR", "GA", "LM", "DLMT"]
 KT = ["DLMT", "BO", "RS", "GA"]

@@ -11,10 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.errors import UserError
-from engine.expr import brief
+from engine.errors import UserError, brief
 from engine.runners import RUNNER_KINDS
-from engine.space import Space
+from engine.space.factors import Space
 
 DIRECTIONS = ("minimize", "maximize")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.()\-]{0,99}$")
@@ -75,7 +74,7 @@ class StudySpec:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> "StudySpec":
+    def from_dict(cls, data: Mapping) -> StudySpec:
         if not isinstance(data, Mapping):
             raise UserError("study spec: expected a mapping at the top level")
         if "name" not in data:

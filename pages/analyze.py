@@ -18,7 +18,7 @@ from engine.analysis import analyze, coefficient_table, plots, propose_decision
 from engine.analysis.diagnostics import qq_data, residual_diagnostics
 from engine.analysis.effects import effect_screening, interaction_effects, main_effects
 from engine.analysis.options import TRANSFORMS
-from engine.study_data import analysis_frame, initial_formula, restrict
+from engine.analysis.study_data import analysis_frame, initial_formula, restrict
 
 store = get_store()
 st.title("Analyze")

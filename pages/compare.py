@@ -5,11 +5,19 @@ import streamlit as st
 from app.components import flash, guard, show_flash
 from app.jobs import Job, get_job, start_job
 from app.state import get_store
-from engine.bench.plots import (best_so_far_data, best_so_far_figure, budget_slowdown_data, budget_slowdown_figure,
-                                ecdf_data, ecdf_figure, histogram_data, histogram_figure)
-from engine.bench.run import Comparison, run_benchmark
-from engine.bench.summary import summary_records, summary_table, with_paper
-from engine.bench.table import study_table
+from engine.compare.plots import (
+    best_so_far_data,
+    best_so_far_figure,
+    budget_slowdown_data,
+    budget_slowdown_figure,
+    ecdf_data,
+    ecdf_figure,
+    histogram_data,
+    histogram_figure,
+)
+from engine.compare.replay import study_table
+from engine.compare.run import Comparison, run_benchmark
+from engine.compare.summary import summary_records, summary_table, with_paper
 from engine.strategies.registry import describe
 from storage.comparisons import list_comparisons, load_comparison, save_comparison
 

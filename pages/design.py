@@ -5,11 +5,19 @@ import streamlit as st
 from app.components import continue_from_decisions, flash, guard, show_flash, study_candidates, study_picker
 from app.state import get_store
 from app.term_builder import term_builder
-from engine.design import (design_types, fractional_factorial, full_factorial, latin_hypercube, optimal_design,
-                           plackett_burman, random_design, suggest_size)
-from engine.design_plots import scatter_matrix_data, scatter_matrix_figure
-from engine.formula import model_matrix
-from engine.study_data import restrict
+from engine.analysis.study_data import restrict
+from engine.design import (
+    design_types,
+    fractional_factorial,
+    full_factorial,
+    latin_hypercube,
+    optimal_design,
+    plackett_burman,
+    random_design,
+    suggest_size,
+)
+from engine.design.plots import scatter_matrix_data, scatter_matrix_figure
+from engine.model.formula import model_matrix
 
 CRITERIA_HELP = {
     "D": "det(M)^(1/k), M = Z'Z/n: the larger, the more precisely all coefficients are estimated together.",

@@ -8,9 +8,9 @@ import streamlit as st
 from app.components import guard, show_flash, study_picker
 from app.state import db_path, get_store
 from engine.analysis import LinearModel, predict, predicted_minimum
+from engine.analysis.study_data import analysis_frame, candidate_set
 from engine.io.best import FORMATS, best_filename, best_predicted, export_best
 from engine.io.export import export_target, safe_filename, study_to_csv, write_export
-from engine.study_data import analysis_frame, candidate_set
 from storage import database_files
 from storage.reporting import best_or_none, report_html, results_frame
 

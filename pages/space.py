@@ -6,8 +6,8 @@ import streamlit as st
 
 from app.components import flash, guard, show_flash, study_picker
 from app.state import get_store
-from engine.space import KINDS
-from engine.space_text import factor_table, space_from_table, valid_count
+from engine.space.factors import KINDS
+from engine.space.text import factor_table, space_from_table, valid_count
 
 store = get_store()
 st.title("Space")

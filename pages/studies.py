@@ -15,7 +15,7 @@ from app.components import flash, guard, show_flash
 from app.state import get_store
 from engine.io.ktcache import import_kt_cache
 from engine.io.spec import TEMPLATES, parse_spec
-from engine.io.table import import_table
+from engine.io.table_import import import_table
 
 store = get_store()
 st.title("Studies")

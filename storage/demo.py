@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import shutil
 
+from engine.io.paths import data_dir
 from engine.io.spec import TEMPLATES, parse_spec
-from engine.paths import data_dir
 from storage.store import Store
 
 TOY_STUDY = "Paper toy problem"
@@ -32,7 +32,7 @@ def seed_demo_studies(store: Store) -> list[str]:
     data = data_dir()
     laplacian = data / "laplacian" / "search_space.csv" if data else None
     if LAPLACIAN_STUDY not in existing and laplacian is not None and laplacian.is_file():
-        from engine.io.table import import_table
+        from engine.io.table_import import import_table
 
         imported = import_table(laplacian, objective="time_per_pixel", name=LAPLACIAN_STUDY)
         store.create_study(imported.spec, imported.table)

@@ -8,7 +8,7 @@ import pandas as pd
 
 from engine.errors import UserError
 from engine.io.best import BestConfig, best_measured
-from engine.report import study_report
+from engine.io.report_html import study_report
 from storage.store import Store, StoredStudy
 
 

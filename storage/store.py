@@ -17,16 +17,16 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pandas as pd
 
-from engine.configs import config_keys, frame_from_keys
 from engine.errors import UserError
-from engine.jsonable import jsonable
+from engine.io.jsonable import jsonable
+from engine.space.configs import config_keys, frame_from_keys
 from engine.study import StudySpec
 from storage.schema import MIGRATIONS
 
@@ -144,7 +144,7 @@ class Store:
         with self._lock:
             self._con.close()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -360,7 +360,7 @@ class Store:
                 " finished_at, strategy, step, design_id, metadata) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
                 " ON CONFLICT DO NOTHING RETURNING id",
                 [study.id, key, int(repeat), value, status, error, host or socket.gethostname(), started_at,
-                 finished_at or datetime.now(timezone.utc).replace(tzinfo=None), strategy, step, design_id,
+                 finished_at or datetime.now(UTC).replace(tzinfo=None), strategy, step, design_id,
                  _json(dict(metadata or {}))],
             )
         return None if row is None else int(row[0])

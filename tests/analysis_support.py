@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.paths import data_dir, reference_dir
+from engine.io.paths import data_dir, reference_dir
 
 RTOL = 1e-9
 

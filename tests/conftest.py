@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.paths import REPO_ROOT, data_dir, reference_dir
+from engine.io.paths import REPO_ROOT, data_dir, reference_dir
 
 # Pages hide exception details from users (.streamlit/config.toml); tests want to read them.
 os.environ.setdefault("STREAMLIT_CLIENT_SHOW_ERROR_DETAILS", "full")

@@ -7,8 +7,8 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from engine.bench.table import BenchTable
-from engine.space import Factor, Space
+from engine.compare.replay import BenchTable
+from engine.space.factors import Factor, Space
 from engine.study import StudySpec
 
 A = (1, 2, 4, 8, 16, 32)

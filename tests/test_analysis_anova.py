@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from engine.analysis import LinearModel, anova, coefficient_table, significant_terms, stars
-from engine.analysis.terms import column_display, term_display
+from engine.analysis.labels import column_display, term_display
 
 
 @pytest.fixture(scope="module")

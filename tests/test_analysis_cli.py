@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.paths import data_dir
+from engine.io.paths import data_dir
 from tests.analysis_support import r_case
 from tests.conftest import run_cli
 

@@ -13,10 +13,10 @@ from engine.analysis import (
     effect_screening,
     interaction_effects,
     main_effects,
+    plots,
     qq_data,
     residual_diagnostics,
 )
-from engine.analysis import plots
 from engine.analysis.diagnostics import ppoints
 from tests.analysis_support import r_case
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from tests.analysis_support import ANOVA, CAR, COEF, RTOL, assert_stars, assert_table, laplacian_space, r_case, r_name, toy_grid
 
 from engine.analysis import LinearModel, anova, coefficient_table, fit_summary, predict, predicted_minimum
+from tests.analysis_support import ANOVA, CAR, COEF, RTOL, assert_stars, assert_table, laplacian_space, r_case, r_name, toy_grid
 
 
 def _fit_matches(model: LinearModel, fit: dict) -> None:

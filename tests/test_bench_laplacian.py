@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.bench.presets import preset
-from engine.bench.run import run_benchmark
-from engine.bench.table import load_table
+from engine.compare.presets import preset
+from engine.compare.replay import load_table
+from engine.compare.run import run_benchmark
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from engine.bench import plots
-from engine.bench.presets import preset
-from engine.bench.run import run_benchmark, run_seed
-from engine.bench.summary import (
+from engine.compare import plots
+from engine.compare.presets import preset
+from engine.compare.run import run_benchmark, run_seed
+from engine.compare.summary import (
     COLUMNS,
     PAPER_LAPLACIAN,
     summary_records,

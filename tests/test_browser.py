@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.paths import REPO_ROOT
+from engine.io.paths import REPO_ROOT
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.browser
@@ -24,8 +24,8 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"
 def prepare(db: Path) -> None:
     """Demo studies, the toy study with 20 measured random configurations (design 1) and a pending
     8-row design (design 2)."""
-    from engine.configs import config_keys
-    from engine.synthetic import evaluate
+    from engine.runners.synthetic import evaluate
+    from engine.space.configs import config_keys
     from storage import Store
     from storage.demo import TOY_STUDY, seed_demo_studies
 

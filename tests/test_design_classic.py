@@ -16,7 +16,7 @@ from engine.design import (
     suggest_size,
 )
 from engine.errors import UserError
-from engine.space import Factor, Space
+from engine.space.factors import Factor, Space
 
 SPACE = Space(
     [

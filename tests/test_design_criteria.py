@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from engine.design import criteria, evaluate
-from engine.formula import model_matrix
+from engine.model.formula import model_matrix
 from tests.design_support import FULL2, LAPLACIAN, QUAD, TOY_FORMULA, grid_8f, toy_candidates
 
 REL = 1e-9

@@ -11,7 +11,7 @@ import pytest
 
 from engine.design import optimal_design
 from engine.errors import UserError
-from engine.formula import model_matrix
+from engine.model.formula import model_matrix
 from tests.design_support import QUAD, TOY_FORMULA, grid_8f, toy_candidates
 
 
@@ -137,7 +137,7 @@ def test_a_rare_level_still_gives_a_nonsingular_design():
 
 
 def test_a_space_is_enumerated_into_candidates():
-    from engine.space import Factor, Space
+    from engine.space.factors import Factor, Space
 
     space = Space([Factor("a", "integer", (1, 2, 3, 4)), Factor("b", "integer", (1, 2, 3))], ["a + b <= 6"])
     result = optimal_design(space, "~ a + b + I(a^2)", 5, seed=3)
@@ -148,7 +148,7 @@ def test_a_space_is_enumerated_into_candidates():
 
 def test_a_huge_space_contributes_a_sample_of_its_valid_configurations():
     from engine.design import candidates_of
-    from engine.space import Factor, Space
+    from engine.space.factors import Factor, Space
 
     space = Space([Factor("a", "integer", tuple(range(12))), Factor("b", "integer", tuple(range(12)))], ["a != b"])
     sample = candidates_of(space, max_candidates=40, seed=2)

@@ -10,7 +10,7 @@ import pytest
 
 from engine.design import criteria, optimal_design, optimal_rows
 from engine.errors import UserError
-from engine.formula import model_matrix
+from engine.model.formula import model_matrix
 
 FORMULA = "~ a + b + I(b^2) + c + a:c"
 

@@ -12,7 +12,7 @@ import pytest
 from engine.design import fractional_factorial, pb_runs, plackett_burman
 from engine.design.hadamard import plackett_burman_matrix
 from engine.errors import UserError
-from engine.space import Factor, Space
+from engine.space.factors import Factor, Space
 
 
 def _space(k: int, constraints=()) -> Space:

@@ -7,7 +7,6 @@ import threading
 import pandas as pd
 import pytest
 
-from engine.configs import config_keys
 from engine.execution import (
     Campaign,
     InlineExecutor,
@@ -18,7 +17,8 @@ from engine.execution import (
     stored_repeats,
 )
 from engine.runners import runner_from_spec
-from engine.space import Factor, Space
+from engine.space.configs import config_keys
+from engine.space.factors import Factor, Space
 from engine.study import StudySpec
 from storage import Store
 

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from engine.configs import config_keys
-from engine.space import Factor, Space
+from engine.space.configs import config_keys
+from engine.space.factors import Factor, Space
 from engine.study import StudySpec
 from storage import Store
 from tests.conftest import kill_after, run_cli

@@ -8,7 +8,7 @@ import pytest
 
 from engine.execution import Campaign, InlineExecutor
 from engine.runners import runner_from_spec
-from engine.space import Factor, Space
+from engine.space.factors import Factor, Space
 
 distributed = pytest.importorskip("distributed")
 

@@ -15,8 +15,8 @@ import yaml
 from engine.errors import UserError
 from engine.io.best import FORMATS, BestConfig, best_filename, best_measured, best_predicted, export_best
 from engine.io.export import write_export
-from engine.report import progress_data, study_report
-from engine.space import Factor, Space
+from engine.io.report_html import progress_data, study_report
+from engine.space.factors import Factor, Space
 from engine.study import StudySpec
 from storage import Store
 from tests.conftest import run_cli

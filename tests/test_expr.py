@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from engine.expr import Expression, ExpressionError, check
+from engine.space.expr import Expression, ExpressionError, check
 
 
 def cols(**arrays):

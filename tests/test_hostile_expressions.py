@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.analysis.terms import split_factors
+from engine.analysis.labels import split_factors
 from engine.errors import UserError
-from engine.expr import MAX_EXPONENT, MAX_LENGTH, MAX_OPERATORS, Expression, ExpressionError, check
-from engine.formula import MAX_FORMULA_LENGTH, MAX_POWER, MAX_TERMS, FormulaError, model_matrix, parse
-from engine.model_terms import from_formula
-from engine.space import Factor, Space
+from engine.model.choice import from_formula
+from engine.model.formula import MAX_FORMULA_LENGTH, MAX_POWER, MAX_TERMS, FormulaError, model_matrix, parse
+from engine.space.expr import MAX_EXPONENT, MAX_LENGTH, MAX_OPERATORS, Expression, ExpressionError, check
+from engine.space.factors import Factor, Space
 
 NAMES = ("x", "y")
 #: x in -1..3 and y in 0..2, every pair: a 5 x 3 grid.

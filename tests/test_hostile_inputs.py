@@ -23,9 +23,9 @@ from engine.io.best import BestConfig, export_best
 from engine.io.export import study_to_csv
 from engine.io.ktcache import import_kt_cache
 from engine.io.spec import MAX_SPEC_BYTES, load_spec, parse_spec
-from engine.io.table import MAX_DEPTH, MAX_IMPORT_BYTES, gunzip, import_table, read_bytes
-from engine.space import MAX_LEVELS, Factor, Space
-from engine.space_text import parse_levels, space_from_table, valid_count
+from engine.io.table_import import MAX_DEPTH, MAX_IMPORT_BYTES, gunzip, import_table, read_bytes
+from engine.space.factors import MAX_LEVELS, Factor, Space
+from engine.space.text import parse_levels, space_from_table, valid_count
 from engine.study import StudySpec
 from tests.conftest import run_cli
 

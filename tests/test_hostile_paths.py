@@ -19,8 +19,8 @@ import pytest
 
 from engine.errors import UserError
 from engine.io.export import export_target, write_export
-from engine.paths import REPO_ROOT
-from engine.space import Factor, Space
+from engine.io.paths import REPO_ROOT
+from engine.space.factors import Factor, Space
 from engine.study import StudySpec
 from storage import Store
 from tests.conftest import run_cli
@@ -32,7 +32,7 @@ RUNNER = {"kind": "command", "command": [sys.executable, "-c", "print('time: 1')
 def cli(*args: str, db: Path | None = None) -> subprocess.CompletedProcess:
     """``tunelab`` run in this process (the same ``main``, minus the interpreter start-up): for the
     many refusals a test checks; each test also runs the real command at least once."""
-    from engine.cli import main
+    from app.cli import main
 
     argv = (["--db", str(db)] if db else []) + list(args)
     out, err = io.StringIO(), io.StringIO()
@@ -229,7 +229,7 @@ def test_huge_counts_deep_json_and_wrongly_typed_options_are_one_line(stored):
 
 
 def test_an_unexpected_error_is_one_line_asking_for_a_report(capsys, monkeypatch):
-    from engine.cli._errors import report
+    from app.cli._errors import report
 
     monkeypatch.delenv("TUNELAB_DEBUG", raising=False)
     assert report(RuntimeError("boom\nsecond line"), "x.duckdb") == 1

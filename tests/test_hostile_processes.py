@@ -23,13 +23,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.configs import config_keys
 from engine.execution import Campaign, InlineExecutor, LocalExecutor
-from engine.paths import REPO_ROOT
+from engine.io.paths import REPO_ROOT
 from engine.runners.command import CommandRunner
 from engine.runners.process import OUTPUT_KEEP, marked, run_process
 from engine.runners.python_runner import PythonRunner
-from engine.space import Factor, Space
+from engine.space.configs import config_keys
+from engine.space.factors import Factor, Space
 from engine.study import StudySpec
 from storage import Store
 from tests.conftest import free_port, run_cli

@@ -13,7 +13,7 @@ import pytest
 from engine.errors import UserError
 from engine.io.export import parse_study_json, safe_filename, study_to_csv, study_to_json, write_export
 from engine.io.spec import parse_spec
-from engine.io.table import import_table
+from engine.io.table_import import import_table
 
 SPEC = parse_spec(
     """\

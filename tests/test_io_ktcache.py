@@ -10,7 +10,7 @@ import pytest
 
 from engine.errors import UserError
 from engine.io.ktcache import import_kt_cache, repair_cache_text
-from engine.paths import data_dir
+from engine.io.paths import data_dir
 
 PARAMS = {"block_size_x": [16, 32], "block_size_y": [1, 2], "use_cmem": [1]}
 KEYS = list(PARAMS)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from engine.errors import UserError
-from engine.io.table import import_table
-from engine.paths import data_dir
+from engine.io.paths import data_dir
+from engine.io.table_import import import_table
 
 
 def _csv(text: str) -> io.BytesIO:

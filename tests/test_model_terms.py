@@ -1,5 +1,5 @@
-from engine.model_terms import TermChoice, default_choice, from_formula, to_formula
-from engine.space import Factor, Space
+from engine.model.choice import TermChoice, default_choice, from_formula, to_formula
+from engine.space.factors import Factor, Space
 
 SPACE = Space([
     Factor("tile", "ordinal", (1, 2, 4, 8, 16, 32)),
@@ -37,7 +37,7 @@ def test_next_step_folds_the_decisions_log():
 
     import pandas as pd
 
-    from engine.study_data import next_step, restrict
+    from engine.analysis.study_data import next_step, restrict
 
     log = pd.DataFrame({
         "outcome": ["accepted", "rejected", "edited"],

@@ -7,7 +7,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine.paths import REPO_ROOT
+from engine.io.paths import REPO_ROOT
 from storage import Store
 
 
@@ -81,8 +81,8 @@ def test_space_page_validates_constraints_live(app_db):
 
 def _measured_toy(db_path, n=30):
     """The seeded toy study with ``n`` random configurations measured by its synthetic objective."""
-    from engine.configs import config_keys
-    from engine.synthetic import evaluate
+    from engine.runners.synthetic import evaluate
+    from engine.space.configs import config_keys
     from storage.demo import TOY_STUDY, seed_demo_studies
 
     with Store(db_path) as store:

@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.configs import config_keys
 from engine.errors import UserError
 from engine.runners import runner_from_spec
 from engine.runners.python_runner import PythonRunner
-from engine.space import Factor, Space
-from engine.synthetic import evaluate
+from engine.runners.synthetic import evaluate
+from engine.space.configs import config_keys
+from engine.space.factors import Factor, Space
 
 FUNCS = "tests.helpers.measure_funcs"
 

@@ -3,8 +3,8 @@ import pandas as pd
 import pytest
 
 from engine.errors import UserError
-from engine.space import MAX_ENUMERATE, Factor, Space
-from engine.space_text import factor_table, format_levels, parse_levels, space_from_table, valid_count
+from engine.space.factors import MAX_ENUMERATE, Factor, Space
+from engine.space.text import factor_table, format_levels, parse_levels, space_from_table, valid_count
 
 POW2 = lambda lo, hi: [2**e for e in range(lo, hi + 1)]  # noqa: E731
 
@@ -111,7 +111,7 @@ def test_neighbours_move_one_level_along_one_factor(laplacian_space):
     steps = np.abs(laplacian_space.to_level_index(neighbours) - base)
     assert (steps.sum(axis=1) == 1).all()
     # lws_y can't go up: it would exceed threads_number
-    assert not ((neighbours.lws_y == 512)).any()
+    assert not (neighbours.lws_y == 512).any()
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from engine.configs import config_keys
-from engine.space import Factor, Space
+from engine.space.configs import config_keys
+from engine.space.factors import Factor, Space
 from engine.study import StudySpec
 from storage import Store, StoreError, StudyNotFound
 from tests.conftest import kill_after

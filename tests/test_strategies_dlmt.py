@@ -8,10 +8,10 @@ import pytest
 
 from engine.analysis import Decision, LinearModel, anova
 from engine.errors import UserError
+from engine.model.columns import TermColumns, parse_term
 from engine.strategies import drive, fastlm, make_strategy
 from engine.strategies.design import doptimal_rows
 from engine.strategies.dlmt import design_size, initial_terms
-from engine.strategies.terms import TermColumns, parse_term
 from tests.strategies_support import small_table
 
 

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from engine.errors import UserError
-from engine.strategies import make_strategy, review
+from engine.execution import review
+from engine.strategies import make_strategy
 from tests.strategies_support import small_table
 
 

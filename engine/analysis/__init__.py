@@ -21,8 +21,8 @@ _EXPORTS = {
     "effects": ("effect_screening", "interaction_effects", "main_effects"),
     "fit": ("FitSummary", "LinearModel", "coefficient_table", "fit_summary"),
     "prediction": ("Argmin", "Refinement", "argmin", "candidate_matrix", "predict", "predicted_minimum", "refine_neighbourhood"),
-    "report": ("Analysis", "analyze"),
-    "terms": ("Term", "stars"),
+    "summary": ("Analysis", "analyze"),
+    "labels": ("Term", "stars"),
     "transform": ("PowerTransformResult", "Transform", "TransformError", "power_transform", "round_lambda"),
     "variance": ("VarianceTest", "breusch_pagan", "ncv_test"),
 }

@@ -17,10 +17,10 @@ from scipy import stats
 
 from engine.analysis.data import AnalysisError
 from engine.analysis.fit import LinearModel
+from engine.analysis.labels import is_categorical, stars
 from engine.analysis.lsq import added_ss, qr
 from engine.analysis.options import ANOVA_TYPES
-from engine.analysis.terms import is_categorical, stars
-from engine.formula import formulaic_matrix, model_frame
+from engine.model.formula import formulaic_matrix, model_frame
 
 COLUMNS = ["term", "Df", "Sum Sq", "Mean Sq", "F value", "Pr(>F)", "stars"]
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError
-from engine.formula import ModelMatrix, ParsedFormula, model_matrix
+from engine.model.formula import ModelMatrix, ParsedFormula, model_matrix
 
 
 class AnalysisError(UserError):

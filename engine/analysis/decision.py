@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pandas as pd
@@ -21,13 +21,13 @@ from engine.analysis.anova_tables import anova
 from engine.analysis.data import AnalysisError
 from engine.analysis.fit import LinearModel, fit_summary
 from engine.analysis.prediction import Validity, predict, predicted_minimum
-from engine.jsonable import jsonable
+from engine.io.jsonable import jsonable
 
 STATUSES = ("proposed", "accepted", "edited", "rejected")
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from scipy import stats
 
 from engine.analysis.data import AnalysisError
 from engine.analysis.fit import LinearModel
-from engine.analysis.terms import stars
+from engine.analysis.labels import stars
 
 
 def _observed(model: LinearModel) -> pd.DataFrame:

@@ -1,6 +1,6 @@
 """OLS fit of a formula on measurements: statsmodels on the formula's model matrix, R's summaries.
 
-The model matrix comes from :mod:`engine.formula` (one formula engine, R term order); statsmodels
+The model matrix comes from :mod:`engine.model.formula` (one formula engine, R term order); statsmodels
 only does the least squares, so coefficient names, aliasing and AIC/BIC follow R (``lm``), not
 statsmodels' formula layer. The transform of the response is chosen at fit time — including the
 automatic rule "Box–Cox when ncvTest's p < 0.05" — so a fitted model always knows how it was made.
@@ -16,9 +16,9 @@ import pandas as pd
 import statsmodels.api as sm
 
 from engine.analysis.data import AnalysisError, complete_rows
+from engine.analysis.labels import Term, boolean_variables, column_display, model_terms, stars
 from engine.analysis.lsq import qr
 from engine.analysis.options import NCV_ALPHA, TRANSFORMS
-from engine.analysis.terms import Term, boolean_variables, column_display, model_terms, stars
 from engine.analysis.transform import (
     BoxCoxProfile,
     PowerTransformResult,
@@ -28,8 +28,7 @@ from engine.analysis.transform import (
     require_positive,
 )
 from engine.analysis.variance import ncv_test
-from engine.formula import parse
-
+from engine.model.formula import parse
 
 
 class LinearModel:

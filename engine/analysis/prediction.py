@@ -19,7 +19,7 @@ from scipy import linalg, stats
 
 from engine.analysis.data import AnalysisError
 from engine.analysis.fit import LinearModel
-from engine.formula import model_matrix
+from engine.model.formula import model_matrix
 
 Validity = np.ndarray | Callable[[pd.DataFrame], np.ndarray] | None
 #: Relative (to the spread of the predictions) gap under which two predictions tie.

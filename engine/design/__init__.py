@@ -1,6 +1,6 @@
 """Experimental designs: which configurations to measure.
 
-Every generator takes a :class:`~engine.space.Space` or a DataFrame of candidate configurations
+Every generator takes a :class:`~engine.space.factors.Space` or a DataFrame of candidate configurations
 and returns a :class:`DesignResult` whose ``design`` holds valid configurations only, reproducible
 by ``seed``. D-optimal designs follow R's AlgDesign (``optFederov``) and report its criteria.
 """

@@ -10,8 +10,8 @@ import pandas as pd
 
 from engine.design.source import as_source
 from engine.errors import UserError
-from engine.formula import model_matrix
-from engine.space import Space
+from engine.model.formula import model_matrix
+from engine.space.factors import Space
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import pandas as pd
 from engine.design.result import DesignResult
 from engine.design.source import CandidateTable, as_source
 from engine.errors import UserError
-from engine.space import Space
+from engine.space.factors import Space
 
 
 def full_factorial(source: Space | pd.DataFrame, seed: int | None = None) -> DesignResult:

@@ -17,7 +17,7 @@ from scipy.spatial.distance import pdist
 from engine.design.result import DesignResult
 from engine.design.source import CandidateTable, as_source
 from engine.errors import UserError
-from engine.space import Space
+from engine.space.factors import Space
 
 
 def lhs_unit(runs: int, k: int, seed: int | None = None, tries: int = 20) -> np.ndarray:

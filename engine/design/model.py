@@ -1,6 +1,6 @@
 """The candidate model matrix of a D-optimal search, checked before any exchange is tried.
 
-R's ``model.matrix`` on raw values (engine/formula.py) gives X. Before searching, three things can
+R's ``model.matrix`` on raw values (engine/model/formula.py) gives X. Before searching, three things can
 make the problem meaningless and each gets a one-line error: a non-finite entry (``I(1/x)`` at
 x = 0), fewer candidate rows than coefficients, and columns that are linear combinations of others
 on these candidates (aliased terms, e.g. ``I(x^2)`` when x has only two levels).
@@ -20,7 +20,7 @@ import pandas as pd
 
 from engine.analysis.lsq import qr
 from engine.errors import UserError
-from engine.formula import ParsedFormula, model_matrix, parse
+from engine.model.formula import ParsedFormula, model_matrix, parse
 
 #: Eigenvalues of the scaled candidate moment matrix below this fraction of the largest are zero.
 RANK_TOL = 1e-10

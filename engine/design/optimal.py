@@ -1,6 +1,6 @@
 """D- (or A-, I-) optimal designs over candidate configurations: AlgDesign's ``optFederov`` for people.
 
-The candidates are a DataFrame of valid configurations, or a :class:`~engine.space.Space` (its
+The candidates are a DataFrame of valid configurations, or a :class:`~engine.space.factors.Space` (its
 enumerated valid configurations, or a random sample of them when there are too many). Rows that
 were already measured can be forced in: they stay in the design and do not count against
 ``trials`` (augmentation). Numbers match R: the model matrix is R's ``model.matrix`` on raw values
@@ -22,8 +22,8 @@ from engine.design.fedorov import CRITERIA, fedorov
 from engine.design.model import candidate_model, estimable_columns, whiten
 from engine.design.result import DesignResult
 from engine.errors import UserError
-from engine.formula import model_matrix, parse
-from engine.space import Space
+from engine.model.formula import model_matrix, parse
+from engine.space.factors import Space
 
 #: Candidate rows drawn from a space whose valid configurations are more numerous than this.
 MAX_CANDIDATES = 100_000

@@ -23,7 +23,7 @@ from engine.design.hadamard import plackett_burman_matrix
 from engine.design.result import DesignResult
 from engine.design.source import CandidateTable, Source, as_source
 from engine.errors import UserError
-from engine.space import Space
+from engine.space.factors import Space
 
 #: Largest number of generator sets compared exhaustively; beyond, generators are chosen greedily.
 MAX_EXHAUSTIVE = 20_000

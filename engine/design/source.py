@@ -3,7 +3,7 @@
 Generators need the same few things from both: factor levels (for level-index designs such as
 Latin hypercubes and for two-level screening designs), a validity test and the list of valid
 configurations. :class:`CandidateTable` gives a plain DataFrame of candidates (a CSV of valid
-configurations, a sample of a huge space) the :class:`~engine.space.Space` interface those generators
+configurations, a sample of a huge space) the :class:`~engine.space.factors.Space` interface those generators
 use: levels are the distinct values of each column, and *valid* means "is one of the rows".
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError
-from engine.space import Factor, Space
+from engine.space.factors import Factor, Space
 
 
 def _kind(column: pd.Series) -> str:

@@ -2,15 +2,9 @@
 :class:`Campaign` that streams results to a callback. Dask is imported only when asked for."""
 
 from engine.execution.campaign import Campaign, Progress, as_configs, stored_repeats
-from engine.execution.executors import (
-    EXECUTORS,
-    Executor,
-    InlineExecutor,
-    LocalExecutor,
-    TimingExecutor,
-    executor_from_name,
-)
+from engine.execution.executors import Executor, InlineExecutor, LocalExecutor, TimingExecutor
 from engine.execution.record import store_recorder
+from engine.execution.registry import EXECUTORS, executor_from_name
 from engine.execution.worker import Task
 
 __all__ = [

@@ -24,11 +24,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from engine.configs import config_keys
 from engine.execution.executors import Executor, InlineExecutor
 from engine.execution.worker import Task
 from engine.runners.base import MeasureResult, Runner
-from engine.space import Space
+from engine.space.configs import config_keys
+from engine.space.factors import Space
 
 #: Seconds between checks for cancellation while waiting for a result.
 POLL_S = 0.1

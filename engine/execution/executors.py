@@ -31,7 +31,6 @@ from engine.errors import UserError
 from engine.execution.worker import Task, failed, install, measure, measure_installed
 from engine.runners.base import MeasureResult, Runner
 
-EXECUTORS = ("inline", "local", "timing", "dask")
 #: Seconds a terminated worker gets to kill its measurement and exit before it is killed.
 _TERMINATE_S = 5.0
 
@@ -213,18 +212,3 @@ class TimingExecutor(LocalExecutor):
 
     def _initargs(self, runner: Runner) -> tuple:
         return (runner, self.core, os.getpid())
-
-
-def executor_from_name(name: str, *, workers: int | None = None, scheduler: str | None = None) -> Executor:
-    """The executor a CLI flag or a page's choice names."""
-    if name == "inline":
-        return InlineExecutor()
-    if name == "local":
-        return LocalExecutor(workers)
-    if name == "timing":
-        return TimingExecutor()
-    if name == "dask":
-        from engine.execution.dask_executor import DaskExecutor
-
-        return DaskExecutor(scheduler=scheduler, workers=workers)
-    raise UserError(f"executor {name!r} is not one of {', '.join(EXECUTORS)}")

@@ -13,7 +13,7 @@ from engine.io.export import (
 )
 from engine.io.ktcache import import_kt_cache
 from engine.io.spec import TEMPLATES, dump_spec, load_spec, parse_spec
-from engine.io.table import ImportedTable, import_table
+from engine.io.table_import import ImportedTable, import_table
 
 __all__ = [
     "TEMPLATES",

@@ -29,8 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from engine.errors import UserError
-from engine.expr import brief
+from engine.errors import UserError, brief
 from engine.io.export import csv_quoting, safe_filename
 from engine.study import StudySpec
 

@@ -16,7 +16,7 @@ one measurement per line; NaN and infinities become ``null`` and timestamps ISO-
 JSON reader accepts it. ``dtypes`` lets :func:`parse_study_json` restore column types.
 
 The CSV is for spreadsheets: factor columns, the objective (the ``value`` column under the
-objective's name), ``status``, ``error``, then any other columns; :func:`engine.io.table.import_table`
+objective's name), ``status``, ``error``, then any other columns; :func:`engine.io.table_import.import_table`
 reads it back (single-level factors excepted: a constant column is not a factor there).
 """
 
@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError
-from engine.io.table import load_json
+from engine.io.table_import import load_json
 from engine.study import StudySpec
 
 FORMAT = "tunelab-study"

@@ -36,9 +36,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from engine.errors import UserError
-from engine.expr import brief
-from engine.io.table import (
+from engine.errors import UserError, brief
+from engine.io.table_import import (
     ImportedTable,
     Source,
     check_reserved,
@@ -49,7 +48,7 @@ from engine.io.table import (
     study_name_from,
     summarise,
 )
-from engine.space import Factor, Space
+from engine.space.factors import Factor, Space
 from engine.study import StudySpec
 
 #: Failure names KT writes, and the table status each becomes.

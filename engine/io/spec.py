@@ -14,16 +14,16 @@ typo such as ``constriants`` cannot silently drop the constraints)::
       - {name: lws_y, kind: ordinal, powers_of_two: [1, 1024]}              # 1, 2, 4, ..., 1024
       - {name: load_overlap, kind: boolean}                                 # levels false, true
       - {name: layout, kind: categorical, levels: [row, column]}
-    constraints:                     # checked expressions (engine/expr.py), never eval'd
+    constraints:                     # checked expressions (engine/space/expr.py), never eval'd
       - elements_number % y_component_number == 0
       - lws_y <= 1024
 
 The same in TOML uses top-level keys, ``runner = {kind = "table"}`` and one ``[[factors]]`` table per
 factor. YAML is read with a SafeLoader made stricter (:class:`_SpecLoader`: no aliases, no key given
-twice, no nesting past :data:`~engine.io.table.MAX_DEPTH`); a spec holds at most
+twice, no nesting past :data:`~engine.io.table_import.MAX_DEPTH`); a spec holds at most
 :data:`MAX_SPEC_BYTES`. Errors are one line: malformed text names its line; field errors (duplicate
 factor names, empty or non-numeric levels, bad constraints, unknown runner kinds) come from
-:mod:`engine.space` / :mod:`engine.study` unchanged.
+:mod:`engine.space.factors` / :mod:`engine.study` unchanged.
 """
 
 from __future__ import annotations
@@ -40,10 +40,9 @@ import yaml
 from yaml.composer import ComposerError
 from yaml.constructor import ConstructorError
 
-from engine.errors import UserError
-from engine.expr import brief
-from engine.io.table import MAX_DEPTH, check_depth, source_name
-from engine.space_text import valid_count
+from engine.errors import UserError, brief
+from engine.io.table_import import MAX_DEPTH, check_depth, source_name
+from engine.space.text import valid_count
 from engine.study import StudySpec
 
 FORMATS = ("yaml", "toml")

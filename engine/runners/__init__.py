@@ -36,7 +36,7 @@ def runner_class(kind: str) -> type[Runner]:
 def runner_from_spec(runner: Mapping[str, Any], *, space=None, table=None) -> Runner:
     """The runner a study spec's ``runner`` mapping describes.
 
-    ``space`` is the study's :class:`~engine.space.Space` (table and synthetic runners key
+    ``space`` is the study's :class:`~engine.space.factors.Space` (table and synthetic runners key
     configurations with it); ``table`` the imported table of a table study (``Store.study_table``).
     """
     if not isinstance(runner, Mapping) or "kind" not in runner:

@@ -86,7 +86,7 @@ class Kernel:
         return {"factors": factors, "constraints": ["OMP or THREADS == 1"]}
 
     def space(self):
-        from engine.space import Space
+        from engine.space.factors import Space
 
         return Space.from_dict(self.space_dict())
 

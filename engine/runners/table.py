@@ -7,10 +7,10 @@ from typing import Any
 
 import pandas as pd
 
-from engine.configs import config_keys
 from engine.errors import UserError
 from engine.runners.base import MeasureError, Runner, Trial, check_options
-from engine.space import Space
+from engine.space.configs import config_keys
+from engine.space.factors import Space
 
 
 def key_of(space: Space, config: Mapping[str, Any]) -> str:

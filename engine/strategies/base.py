@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError
-from engine.space import Space
+from engine.space.factors import Space
 from engine.strategies.domain import Domain
 
 STATUSES = ("ok", "failed", "timeout", "invalid")

@@ -20,7 +20,7 @@ import numpy as np
 from scipy import linalg, optimize, special
 
 from engine.errors import UserError
-from engine.space import Space
+from engine.space.factors import Space
 from engine.strategies.base import Strategy
 from engine.strategies.domain import Domain
 

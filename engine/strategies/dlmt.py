@@ -58,14 +58,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from engine.errors import UserError
-from engine.model_terms import default_choice
-from engine.space import Space
+from engine.model.choice import default_choice
+from engine.model.columns import TermColumns, TermSpec, parse_term, term_name
+from engine.space.factors import Space
 from engine.strategies import fastlm
 from engine.strategies.base import AwaitDecision, Strategy
 from engine.strategies.design import doptimal_rows, estimable_terms
 from engine.strategies.domain import Domain
 from engine.strategies.greedy import neighbours
-from engine.strategies.terms import TermColumns, TermSpec, parse_term, term_name
 
 SIZE_RULES = ("2k", "orio")
 ANALYSES = ("fast", "full")
@@ -85,7 +85,7 @@ def initial_terms(
 ) -> list[str]:
     """DLMT's initial model for a space, in R spelling, factor by factor (linear, powers, inverse).
 
-    Built on :func:`engine.model_terms.default_choice` (the term builder's suggestion), with the
+    Built on :func:`engine.model.choice.default_choice` (the term builder's suggestion), with the
     level thresholds for powers made adjustable. A factor with an inverse term gets no quadratic one:
     1/x already bends its effect. ``order="levels"`` puts factors with fewer levels
     first (ties in space order): Type I ANOVA credits variance that correlated factors share to the

@@ -4,7 +4,7 @@ Strategies work on level indices (one small integer per factor) and on integer *
 mixed-radix number of a configuration), never on DataFrames: a benchmark replays a thousand
 searches per strategy, so "was this measured?" must be a dict lookup and "the design's rows" an
 array gather. A :class:`Domain` is built once per process and shared by every search over the same
-space; it also caches per-term model columns over the candidates (:mod:`engine.strategies.terms`).
+space; it also caches per-term model columns over the candidates (:mod:`engine.model.columns`).
 
 ``candidates`` are the configurations known to be valid before anything is measured: the rows of an
 exhaustive table (the Laplacian: validity = membership in the table), or every configuration of an
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError
-from engine.space import Space
+from engine.space.factors import Space
 
 #: Largest search space whose codes fit an int64 (mixed-radix product of level counts).
 MAX_CODE_SPACE = 2**62

@@ -18,12 +18,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from engine.errors import UserError
-from engine.space import Space
+from engine.model.columns import TermColumns, parse_term
+from engine.space.factors import Space
 from engine.strategies import fastlm
 from engine.strategies.base import Strategy
 from engine.strategies.design import doptimal_rows, estimable_terms
 from engine.strategies.domain import Domain
-from engine.strategies.terms import TermColumns, parse_term
 
 ANSWERS = ("prediction", "best")
 

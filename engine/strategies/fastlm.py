@@ -26,7 +26,7 @@ import numpy as np
 from scipy import optimize, special
 
 from engine.analysis.lsq import QR, qr
-from engine.analysis.options import NCV_ALPHA, TRANSFORMS
+from engine.analysis.options import NCV_ALPHA
 
 
 def f_sf(f: np.ndarray, df1: np.ndarray, df2: float) -> np.ndarray:

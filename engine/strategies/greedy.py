@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from engine.errors import UserError
-from engine.space import Space
+from engine.space.factors import Space
 from engine.strategies.base import Strategy
 from engine.strategies.domain import Domain
 

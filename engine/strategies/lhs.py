@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine.errors import UserError
-from engine.space import Space
+from engine.space.factors import Space
 from engine.strategies.base import Strategy
 from engine.strategies.domain import Domain
 

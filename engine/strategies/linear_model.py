@@ -23,11 +23,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from engine.errors import UserError
-from engine.space import Space
+from engine.model.columns import TermColumns, parse_term
+from engine.space.factors import Space
 from engine.strategies import fastlm
 from engine.strategies.base import Strategy
 from engine.strategies.domain import Domain
-from engine.strategies.terms import TermColumns, parse_term
 
 Step = tuple[int, Sequence[str], Sequence[str]]
 
@@ -75,7 +75,7 @@ class LinearModelSearch(Strategy):
             raise UserError(f"LM answer {answer!r} must be one of {', '.join(ANSWERS)}")
         space = self.domain.space
         self.schedule = list(schedule) if schedule is not None else default_schedule(space, self.budget)
-        for samples, terms, fix in self.schedule:
+        for samples, _terms, fix in self.schedule:
             if samples < 1:
                 raise UserError(f"LM schedule: samples {samples!r} must be >= 1")
             for name in fix:

@@ -13,7 +13,7 @@ raises a one-line error and the registry lists TPE as unavailable.
 from __future__ import annotations
 
 from engine.errors import UserError
-from engine.space import Space
+from engine.space.factors import Space
 from engine.strategies.base import Strategy
 from engine.strategies.domain import Domain
 

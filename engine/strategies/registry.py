@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.errors import UserError
-from engine.space import Space
+from engine.space.factors import Space
 from engine.strategies.base import Strategy
 from engine.strategies.bayes import BayesianOptimization
 from engine.strategies.dlmt import DLMT

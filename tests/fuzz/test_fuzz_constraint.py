@@ -19,9 +19,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
-from hypothesis import event, given, strategies as st
+from hypothesis import event, given
+from hypothesis import strategies as st
 
-from engine.expr import Expression
+from engine.space.expr import Expression
 from tests.fuzz.clean import parses_or_refuses
 
 NAMES = ("x", "y", "z")
@@ -212,7 +213,7 @@ def _python(node: ast.AST, values: dict):
 
 def _python_power(base, exponent):
     """``base ** exponent`` with Python's integers; a float power is left out of the comparison (numpy's
-    vectorised pow may differ from libm's in the last bit, as engine.expr documents)."""
+    vectorised pow may differ from libm's in the last bit, as engine.space.expr documents)."""
     if isinstance(base, int) and isinstance(exponent, int) and exponent >= 0:
         if abs(base) > 1 and exponent * abs(base).bit_length() > 5000:
             raise _Undefined  # far beyond float64: the engine refuses it

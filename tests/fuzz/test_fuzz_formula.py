@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from hypothesis import event, given, strategies as st
+from hypothesis import event, given
+from hypothesis import strategies as st
 
-from engine.formula import model_matrix, parse
+from engine.model.formula import model_matrix, parse
 from tests.fuzz.clean import parses_or_refuses
 from tests.fuzz.test_fuzz_constraint import expressions, numbers, texts, time_limit
 

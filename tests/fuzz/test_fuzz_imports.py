@@ -1,4 +1,4 @@
-"""Fuzz the importers with bytes: CSV tables (:func:`engine.io.table.import_table`) and Kernel Tuner
+"""Fuzz the importers with bytes: CSV tables (:func:`engine.io.table_import.import_table`) and Kernel Tuner
 caches (:func:`engine.io.ktcache.import_kt_cache`), plain, gzip-compressed, cut short or corrupted.
 Each must import or be refused with one line."""
 
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.io.ktcache import import_kt_cache
-from engine.io.table import import_table
+from engine.io.table_import import import_table
 from tests.fuzz.clean import parses_or_refuses
 
 HEADER = st.sampled_from(["a", "b", "t", "time", "status", "error", "value", "x y", "lambda", "min", "", " a ", "a",

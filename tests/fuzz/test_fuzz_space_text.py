@@ -1,4 +1,4 @@
-"""Fuzz the Space page's text forms (:mod:`engine.space_text`): level text, whole factor tables with
+"""Fuzz the Space page's text forms (:mod:`engine.space.text`): level text, whole factor tables with
 constraints, and the valid count the page shows. Each must work or be refused with one line."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.space import KINDS
-from engine.space_text import parse_levels, space_from_table, valid_count
+from engine.space.factors import KINDS
+from engine.space.text import parse_levels, space_from_table, valid_count
 from tests.fuzz.clean import parses_or_refuses
 
 KIND = st.sampled_from([*KINDS, "", "real"])

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from engine.io.spec import TEMPLATES, parse_spec
 from engine.runners import RUNNER_KINDS
-from engine.space import KINDS
+from engine.space.factors import KINDS
 from tests.fuzz.clean import parses_or_refuses
 
 NAMES = st.sampled_from(["x", "y", "tile", "lambda", "True", "min", "I", "np", "value", "größe", "ﬁ", "2x", ""])

@@ -1,14 +1,15 @@
-"""Fuzz the term builder's formula box (engine.model_terms.from_formula): any text gives a TermChoice
+"""Fuzz the term builder's formula box (engine.model.choice.from_formula): any text gives a TermChoice
 or is refused in one line, quickly; a choice it gives writes back to a formula that reads the same."""
 
 from __future__ import annotations
 
 import re
 
-from hypothesis import event, given, strategies as st
+from hypothesis import event, given
+from hypothesis import strategies as st
 
-from engine.model_terms import from_formula, to_formula
-from engine.space import Factor, Space
+from engine.model.choice import from_formula, to_formula
+from engine.space.factors import Factor, Space
 from tests.fuzz.clean import parses_or_refuses
 from tests.fuzz.test_fuzz_constraint import texts, time_limit
 from tests.fuzz.test_fuzz_formula import formulas

@@ -9,8 +9,8 @@ import time
 
 import pandas as pd
 
-from engine.configs import config_keys
-from engine.synthetic import evaluate
+from engine.runners.synthetic import evaluate
+from engine.space.configs import config_keys
 from storage import Store
 
 db, study_name, design_id, pause = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])

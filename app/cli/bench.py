@@ -1,0 +1,124 @@
+"""``tunelab bench``: replay search strategies on an exhaustive table and print the paper's table.
+
+``--table`` is a CSV (with ``--objective``), a Kernel Tuner cache, or the name of a stored table
+study. Results go to the DuckDB file when ``--db`` is given explicitly or a study is named.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from app.cli._common import MAX_COUNT, MAX_SEED, MAX_WORKERS, add_json, bounded
+from app.cli._output import emit
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="compare search strategies offline on an exhaustive table (slowdown vs budget)")
+    p.add_argument("--table", required=True, metavar="FILE_OR_STUDY",
+                   help="CSV table, Kernel Tuner cache (.json/.json.gz) or the name of a stored table study")
+    p.add_argument("--objective", help="the CSV column to optimise (CSV tables only)")
+    p.add_argument("--strategies", default="RS,LHS,GS,GSR,GA,LM,DLMT", help="comma-separated (default %(default)s)")
+    p.add_argument("--reps", type=int, default=100, action=bounded(1, MAX_COUNT), help="repetitions per strategy (default %(default)s)")
+    p.add_argument("--budget", type=int, default=125, action=bounded(1, MAX_COUNT), help="measurements per run (default %(default)s)")
+    p.add_argument("--jobs", type=int, default=2, action=bounded(1, MAX_WORKERS), help="worker processes (default %(default)s)")
+    p.add_argument("--seed", type=int, default=0, action=bounded(0, MAX_SEED), help="benchmark seed (default %(default)s)")
+    p.add_argument("--preset", default="paper", choices=("paper", "none"),
+                   help="per-strategy settings: the paper's (default) or every strategy's defaults with the full budget")
+    p.add_argument("--options", metavar="JSON", help='strategy options, e.g. \'{"DLMT": {"refine": 4}}\' (over the preset)')
+    p.add_argument("--name", help="name of the stored comparison (default: table and date)")
+    p.add_argument("--no-store", action="store_true", help="do not store the comparison even with --db")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def _options(text: str | None) -> dict:
+    """``{"STRATEGY": {"option": value}}``, each strategy's options checked by name and type."""
+    from app.cli._options import check_strategy_options, parse_json
+    from engine.errors import UserError
+
+    value = parse_json(text)
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise UserError('--options: expected {"STRATEGY": {"option": value, ...}, ...}')
+    return {name: check_strategy_options(name, options) for name, options in value.items()}
+
+
+def _db_given(argv: list[str]) -> bool:
+    return any(a == "--db" or a.startswith("--db=") for a in argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    from engine.compare.presets import preset
+    from engine.compare.replay import load_table, study_table
+    from engine.compare.run import run_benchmark
+    from engine.compare.summary import (
+        PAPER_LAPLACIAN,
+        summary_records,
+        summary_table,
+        with_paper,
+    )
+    from engine.strategies import parse_names
+
+    names = parse_names(args.strategies)
+    extra = _options(args.options)
+    store = None
+    if Path(args.table).is_file():
+        table = load_table(args.table, args.objective)
+        study = None
+    else:
+        from storage import Store
+
+        store = Store(args.db)
+        table = study_table(store, args.table)
+        study = args.table
+    try:
+        options, budgets = preset(args.preset, table.space)
+        for name, opts in extra.items():
+            options.setdefault(name.upper(), {}).update(opts)
+        progress = None if args.json or not sys.stderr.isatty() else _progress
+        started = time.perf_counter()
+        comparison = run_benchmark(table, names, reps=args.reps, budget=args.budget, jobs=args.jobs, seed=args.seed,
+                                   options=options, budgets=budgets, progress=progress)
+        seconds = time.perf_counter() - started
+        if progress:
+            print(file=sys.stderr)
+        summary = summary_table(comparison)
+        stored_id = None
+        if not args.no_store and (store is not None or _db_given(sys.argv[1:])):
+            from storage import Store
+            from storage.comparisons import save_comparison
+
+            store = store or Store(args.db)
+            name = args.name or f"{table.source or table.spec.name} {time.strftime('%Y-%m-%d %H:%M')}"
+            stored_id = save_comparison(store, name=name, study=study or table.source, params={**comparison.params,
+                                        "table": table.source, "objective": table.objective, "optimum": table.optimum,
+                                        "preset": args.preset}, summary=summary_records(summary), runs=comparison.runs)
+    finally:
+        if store is not None:
+            store.close()
+    data = {
+        "table": table.source,
+        "objective": table.objective,
+        "optimum": table.optimum,
+        "reps": args.reps,
+        "budget": args.budget,
+        "seed": args.seed,
+        "preset": args.preset,
+        "seconds": round(seconds, 2),
+        "comparison_id": stored_id,
+        "strategies": summary_records(summary),
+    }
+    laplacian = set(PAPER_LAPLACIAN["strategy"]) >= set(names) and table.objective == "time_per_pixel"
+    shown = with_paper(summary) if laplacian else summary
+    text = shown.to_string(index=False, float_format=lambda v: f"{v:.4f}")
+    text += f"\n{args.reps} repetitions, budget {args.budget}, seed {args.seed}, {seconds:.1f} s"
+    if stored_id is not None:
+        text += f"; stored as comparison {stored_id}"
+    emit(data, args.json, text)
+    return 0
+
+
+def _progress(done: int, total: int, strategy: str) -> None:
+    print(f"\r{done}/{total} runs ({strategy})", end="", file=sys.stderr, flush=True)

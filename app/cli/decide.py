@@ -1,0 +1,68 @@
+"""``tunelab decide``: accept, edit or reject the step decision a paused tuning run waits for.
+
+    tunelab decide --study NAME accept [--by NAME] [--note TEXT]
+    tunelab decide --study NAME edit --fix FACTOR=LEVEL [--fix ...] [--formula "y ~ ..."]
+    tunelab decide --study NAME reject
+
+The answer is appended to the decisions log; run the same ``tunelab tune`` command again to go on.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from app.cli._common import add_json, open_store
+from app.cli._output import emit
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("decide", help="answer the decision a paused tuning run (tune without --auto) waits for")
+    p.add_argument("--study", required=True, help="study name")
+    p.add_argument("action", choices=["accept", "edit", "reject"], help="what to do with the proposal")
+    p.add_argument("--fix", action="append", default=None, metavar="FACTOR=LEVEL",
+                   help="edit: fix FACTOR at LEVEL (repeat; replaces the proposed factors)")
+    p.add_argument("--formula", help="edit: the model for the next step")
+    p.add_argument("--by", default="analyst", help="your name for the decisions log (default %(default)s)")
+    p.add_argument("--note", help="a note kept with the decision")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def parse_fix(items: list[str], space) -> dict:
+    """``FACTOR=LEVEL`` texts to a fix mapping; a level is matched against the factor's levels as text."""
+    from engine.errors import UserError
+
+    fix = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        name, text = name.strip(), text.strip()
+        if not sep or name not in space.names:
+            raise UserError(f"--fix {item!r}: expected FACTOR=LEVEL with a factor of the study")
+        levels = {str(level).lower(): level for level in space.factor(name).levels}
+        if text.lower() not in levels:
+            raise UserError(f"--fix {item!r}: {text!r} is not a level of '{name}'")
+        fix[name] = levels[text.lower()]
+    return fix
+
+
+def run(args: argparse.Namespace) -> int:
+    from engine.errors import UserError
+    from engine.execution import review
+
+    with open_store(args) as store:
+        study = store.get_study(args.study)
+        waiting = review.pending(store.decisions(study.name))
+        if waiting is None:
+            raise UserError(f"study '{args.study}': no tuning run waits for a decision")
+        fix = parse_fix(args.fix, study.spec.space) if args.fix is not None else None
+        if args.action != "edit" and (fix is not None or args.formula):
+            raise UserError(f"decide {args.action}: --fix and --formula go with 'edit'")
+        decision = review.resolve(waiting["decision"], args.action, args.by, fix=fix, formula=args.formula,
+                                  note=args.note)
+        store.log_decision(study, **review.log_entry(waiting["run"], decision, waiting["step"]))
+    data = {"study": args.study, "step": waiting["step"], "outcome": decision.status, "chosen": decision.chosen}
+    chosen = ", ".join(f"{k}={v}" for k, v in (decision.chosen or {}).get("fix", {}).items()) or "nothing"
+    text = (f"step {waiting['step']}: {decision.status} (fix {chosen}); "
+            "run the same `tunelab tune` command again to go on")
+    emit(data, args.json, text)
+    return 0

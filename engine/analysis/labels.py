@@ -1,0 +1,129 @@
+"""Model terms with R's names, so every table reads as R prints it and compares with R's output.
+
+formulaic normalises expressions (``I(x8 ** 2)``, ``I(1 / x)``, ``C(v)[T.2]``); R deparses them as
+``I(x8^2)``, ``I(1/x)``, ``C(v)2``, and a two-level factor read from ``true``/``false`` becomes the
+dummy ``load_overlaptrue``. The helpers here translate, and :class:`Term` keeps, for each term, the
+factor expressions (for car's containment rule) and the data columns it uses (for decisions).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import pandas as pd
+
+from engine.space.expr import FORMULA_FUNCTIONS, check
+
+#: R's ``symnum`` cutpoints for significance stars; intervals are right-closed.
+STAR_CUTPOINTS = ((0.001, "***"), (0.01, "**"), (0.05, "*"), (0.1, "."))
+
+_TREATMENT_LEVEL = re.compile(r"^(.*)\[T\.(.*)\]$")
+
+
+def stars(p: float | None) -> str | None:
+    """R's significance code for ``p`` (``None`` where p is missing, one space above 0.1)."""
+    if p is None or not math.isfinite(p):
+        return None
+    for cut, symbol in STAR_CUTPOINTS:
+        if p <= cut:
+            return symbol
+    return " "
+
+
+def split_factors(label: str) -> tuple[str, ...]:
+    """``'C(a):I(1 / b)'`` -> ``('C(a)', 'I(1 / b)')``: split on ``:`` outside brackets.
+
+    Quotes inside ``(...)`` are Python strings (``I(opt == 'a:b')``); a level's ``[T.…]`` is opaque
+    up to its ``]``, whatever characters the level holds.
+    """
+    parts, opened, start, quote = [], [], 0, ""
+    for i, char in enumerate(label):
+        top = opened[-1] if opened else ""
+        if quote:
+            quote = "" if char == quote else quote
+        elif top == "[":
+            if char == "]":
+                opened.pop()
+        elif char in "'\"" and top == "(":
+            quote = char
+        elif char in "([":
+            opened.append(char)
+        elif char == ")" and top == "(":
+            opened.pop()
+        elif char == ":" and not opened:
+            parts.append(label[start:i])
+            start = i + 1
+    parts.append(label[start:])
+    return tuple(p.strip() for p in parts)
+
+
+def r_expression(expr: str) -> str:
+    """R's deparse spacing: ``x ** 2`` -> ``x^2``, ``1 / x`` -> ``1/x`` (``+ - *`` keep spaces)."""
+    return re.sub(r"\s*\*\*\s*", "^", re.sub(r"\s*/\s*", "/", expr))
+
+
+def term_display(label: str) -> str:
+    """R's row name for a formulaic term label."""
+    return ":".join(r_expression(f) for f in split_factors(label))
+
+
+def column_display(column: str, boolean_variables: frozenset[str] = frozenset()) -> str:
+    """R's coefficient name for a formulaic model-matrix column."""
+    if column == "Intercept":
+        return "(Intercept)"
+    out = []
+    for part in split_factors(column):
+        match = _TREATMENT_LEVEL.match(part)
+        if match:
+            out.append(r_expression(match.group(1)) + match.group(2))
+        elif part in boolean_variables:
+            out.append(part + "true")
+        else:
+            out.append(r_expression(part))
+    return ":".join(out)
+
+
+def is_categorical(factor: str, data: pd.DataFrame) -> bool:
+    """Whether a factor expression is coded with contrasts: ``C(...)`` or a non-numeric column."""
+    if factor.startswith("C("):
+        return True
+    if factor in data.columns:
+        dtype = data[factor].dtype
+        return not pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
+    return False
+
+
+@dataclass(frozen=True)
+class Term:
+    """One model term: formulaic label, R name, factor expressions, data columns, matrix columns."""
+
+    label: str
+    display: str
+    factors: tuple[str, ...]
+    variables: frozenset[str]
+    columns: slice
+
+    def contains(self, other: Term) -> bool:
+        """car's ``relatives`` rule: every factor of ``other`` is a factor of this term."""
+        return self is not other and set(other.factors) <= set(self.factors)
+
+
+def model_terms(term_slices: dict[str, slice], data: pd.DataFrame) -> tuple[Term, ...]:
+    """The non-intercept terms of a model matrix, in matrix (= R) order."""
+    terms = []
+    for label, columns in term_slices.items():
+        if label == "1":
+            continue
+        factors = split_factors(label)
+        variables: set[str] = set()
+        for factor in factors:
+            variables |= check(factor, data.columns, FORMULA_FUNCTIONS, what="formula term")
+        terms.append(Term(label, term_display(label), factors, frozenset(variables), columns))
+    return tuple(terms)
+
+
+def boolean_variables(data: pd.DataFrame) -> frozenset[str]:
+    """Columns stored as booleans (shown with R's ``true`` suffix)."""
+    return frozenset(c for c in data.columns if pd.api.types.is_bool_dtype(data[c].dtype))

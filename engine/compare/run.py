@@ -1,0 +1,154 @@
+"""Offline benchmark: repetitions × strategies × budget over an exhaustive table, in parallel.
+
+Every run is independent and seeded from (benchmark seed, strategy name, repetition) alone, so a
+comparison gives the same numbers whatever ``jobs`` is and however runs are split between workers,
+and adding a strategy does not change the others' runs. Workers are fresh processes (``spawn``:
+safe under a threaded dashboard) that rebuild the table once, pin numpy to one thread (two
+processes on two cores must not each start a BLAS thread pool) and run chunks of repetitions.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from engine.compare.replay import BenchTable
+from engine.errors import UserError
+from engine.strategies import drive, make_strategy, options_of, strategy_class
+
+Progress = Callable[[int, int, str], None]
+#: Runs per task sent to a worker: small enough for smooth progress, large enough to amortise IPC.
+CHUNK = 25
+
+
+def run_seed(seed: int, strategy: str, rep: int) -> int:
+    """The seed of one run, from the benchmark seed, the strategy's name and the repetition."""
+    return int(np.random.SeedSequence([int(seed), zlib.crc32(strategy.encode()), int(rep)]).generate_state(1)[0])
+
+
+@dataclass
+class Comparison:
+    """The outcome of a benchmark: its parameters and one row per run (with its best-so-far trace)."""
+
+    params: dict
+    runs: pd.DataFrame
+    table: str = ""
+    objective: str = ""
+    optimum: float = math.nan
+    direction: str = "minimize"
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def strategies(self) -> list[str]:
+        return list(self.params["strategies"])
+
+
+def _run(table: BenchTable, name: str, rep: int, budget: int, seed: int, options: Mapping) -> dict:
+    strategy = make_strategy(name, table.domain, budget, run_seed(seed, name, rep), table.spec.direction, options)
+    drive(strategy, table.evaluate)
+    answer = strategy.answer
+    trace = strategy.trace()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slow_trace = [table.slowdown(v) if np.isfinite(v) else math.inf for v in trace]
+    return {
+        "strategy": name,
+        "rep": rep,
+        "seed": run_seed(seed, name, rep),
+        "value": answer["value"] if answer else math.nan,
+        "slowdown": table.slowdown(answer["value"] if answer else None),
+        "budget_used": strategy.used,
+        "best_slowdown": table.slowdown(strategy.best_value),
+        "config": answer["config"] if answer else None,
+        "trace": slow_trace,
+    }
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(payload: dict) -> None:
+    from threadpoolctl import threadpool_limits
+
+    _WORKER["limits"] = threadpool_limits(1)
+    _WORKER["table"] = BenchTable.from_payload(payload)
+
+
+def _run_chunk(name: str, reps: Sequence[int], budget: int, seed: int, options: Mapping) -> list[dict]:
+    table = _WORKER["table"]
+    return [_run(table, name, rep, budget, seed, options) for rep in reps]
+
+
+def check_params(strategies: Sequence[str], reps: int, budget: int, jobs: int,
+                 options: Mapping[str, Mapping] | None, budgets: Mapping[str, int] | None) -> tuple[list[str], dict, dict]:
+    names = [strategy_class(s).name for s in strategies]
+    if not names:
+        raise UserError("benchmark: name at least one strategy")
+    for value, what in ((reps, "--reps"), (budget, "--budget"), (jobs, "--jobs")):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+            raise UserError(f"{what} {value!r} must be a positive integer")
+    options = {strategy_class(k).name: dict(v) for k, v in (options or {}).items()}
+    budgets = {strategy_class(k).name: int(v) for k, v in (budgets or {}).items()}
+    for name, opts in options.items():
+        unknown = set(opts) - set(options_of(name))
+        if unknown:
+            raise UserError(f"strategy {name}: unknown option {min(unknown)!r}")
+    return names, options, budgets
+
+
+def run_benchmark(
+    table: BenchTable,
+    strategies: Sequence[str],
+    *,
+    reps: int = 100,
+    budget: int = 125,
+    jobs: int = 1,
+    seed: int = 0,
+    options: Mapping[str, Mapping] | None = None,
+    budgets: Mapping[str, int] | None = None,
+    progress: Progress | None = None,
+) -> Comparison:
+    """Run ``reps`` repetitions of each strategy with ``budget`` (or its own, smaller one from
+    ``budgets``) and ``options[name]``; ``progress(done, total, strategy)`` after each chunk."""
+    names, options, budgets = check_params(strategies, reps, budget, jobs, options, budgets)
+    tasks = [
+        (name, list(range(start, min(start + CHUNK, reps))), min(budget, budgets.get(name, budget)), seed, options.get(name, {}))
+        for name in names
+        for start in range(0, reps, CHUNK)
+    ]
+    total, done, rows = reps * len(names), 0, []
+    if jobs == 1:
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(1):
+            for name, chunk, b, s, o in tasks:
+                rows += [_run(table, name, rep, b, s, o) for rep in chunk]
+                done += len(chunk)
+                if progress:
+                    progress(done, total, name)
+    else:
+        workers = min(jobs, len(tasks), os.cpu_count() or jobs)
+        with ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=_init_worker,
+                                 initargs=(table.to_payload(),)) as pool:
+            futures = {pool.submit(_run_chunk, *task): task for task in tasks}
+            for future in as_completed(futures):
+                chunk = future.result()
+                rows += chunk
+                done += len(chunk)
+                if progress:
+                    progress(done, total, futures[future][0])
+    runs = pd.DataFrame(rows)
+    runs["order"] = runs["strategy"].map({n: i for i, n in enumerate(names)})
+    runs = runs.sort_values(["order", "rep"], kind="stable").drop(columns="order").reset_index(drop=True)
+    params = {"strategies": names, "reps": reps, "budget": budget, "seed": seed, "jobs": jobs,
+              "options": options, "budgets": budgets}
+    return Comparison(params=params, runs=runs, table=table.source or table.spec.name, objective=table.objective,
+                      optimum=table.optimum, direction=table.spec.direction)

@@ -1,0 +1,140 @@
+"""A tuning run: a strategy asking, a study's runner measuring, every result committed as it arrives.
+
+The runner comes from the study spec (:func:`engine.runners.runner_from_spec`) and measurements go
+through :class:`engine.execution.Campaign`, so a tuning run measures exactly as a design campaign
+does. Each result is handed to ``record(config, result, strategy_name, step)`` the moment it
+arrives (the CLI commits it to the store); each decision a strategy makes (DLMT's steps) goes to
+``on_decision``. Repeats of one configuration are told to the strategy as their mean. Results
+stored before answer the strategy without measuring again, which is how a paused run resumes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from engine.strategies.base import Strategy
+
+
+@dataclass(frozen=True)
+class TuningResult:
+    best: dict | None
+    used: int
+    budget: int
+    measurements: int
+    decisions: int
+    finished: bool
+    waiting: bool
+
+    def to_dict(self) -> dict:
+        return {
+            "best_config": self.best["config"] if self.best else None,
+            "best_value": self.best["value"] if self.best else None,
+            "budget_used": self.used,
+            "budget": self.budget,
+            "measurements": self.measurements,
+            "decisions": self.decisions,
+            "finished": self.finished,
+            "waiting_for_decision": self.waiting,
+        }
+
+
+def tune(
+    strategy: Strategy,
+    campaign: Any,
+    record: Callable[[dict, Any, str, int], None] | None = None,
+    on_decision: Callable[[Any, int], None] | None = None,
+    *,
+    stored: Mapping[tuple, list] | None = None,
+    review: Callable[[Any, int], Any] | None = None,
+) -> TuningResult:
+    """Run ``strategy`` to its end (or to a decision it waits for) with ``campaign``'s runner.
+
+    ``stored`` maps configurations (value tuples in factor order) to results measured before: they
+    answer the strategy without measuring again (a replayed run retraces its steps for free).
+    ``review(proposal, step)`` answers a strategy that waits for a person: the taken decision, or
+    None to stop here (engine.execution.review keeps those in the decisions log)."""
+    measurements = 0
+    logged = 0
+    names = strategy.domain.names
+    stored = stored or {}
+    while not strategy.finished:
+        configs = strategy.ask()
+        if configs.empty:
+            proposal = strategy.pending_decision
+            answer = review(proposal, strategy.step) if proposal is not None and review is not None else None
+            if answer is None:
+                break
+            strategy.resolve(answer)
+            continue
+        keys = [tuple(_plain(v) for v in row) for row in configs.itertuples(index=False)]
+        results: dict[tuple, list] = {key: list(stored[key]) for key in keys if key in stored}
+        fresh = configs[[key not in results for key in keys]]
+        if not fresh.empty:
+            campaign.run(fresh, _collector(results, names, strategy, record))
+            measurements += sum(len(results.get(key, [])) for key in set(keys) if key not in stored)
+        values, statuses = [], []
+        for key in keys:
+            got = results.get(key, [])
+            ok = [r.value for r in got if r.status == "ok" and r.value is not None and math.isfinite(r.value)]
+            if ok:
+                values.append(float(np.mean(ok)))
+                statuses.append("ok")
+            else:
+                values.append(None)
+                statuses.append(got[-1].status if got else "failed")
+        strategy.tell(configs, values, statuses)
+        decisions = getattr(strategy, "decisions", [])
+        for decision in decisions[logged:]:
+            if on_decision is not None:
+                on_decision(decision, int(decision.evidence.get("step") or strategy.step))
+        logged = len(decisions)
+    return TuningResult(strategy.best, strategy.used, strategy.budget, measurements, logged, strategy.finished,
+                        strategy.pending_decision is not None)
+
+
+def _collector(results: dict, names: list[str], strategy: Strategy, record) -> Callable[[dict, Any], None]:
+    """Campaign callback: commit each result at once and keep it for the strategy's tell."""
+
+    def on_result(config: dict, result: Any) -> None:
+        if record is not None:
+            record(config, result, strategy.name, strategy.step)
+        results.setdefault(tuple(config[n] for n in names), []).append(result)
+
+    return on_result
+
+
+def _plain(value):
+    return value.item() if isinstance(value, np.generic) else value
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    """One stored repeat, as a tuning run reads it back."""
+
+    value: float | None
+    status: str
+
+
+def stored_results(measurements: pd.DataFrame, names: list[str]) -> dict[tuple, list[StoredResult]]:
+    """A study's stored measurements (``Store.measurements``) keyed like :func:`tune`'s ``stored``."""
+    out: dict[tuple, list[StoredResult]] = {}
+    if measurements.empty:
+        return out
+    for row in measurements[[*names, "value", "status"]].itertuples(index=False):
+        value = None if pd.isna(row[-2]) else float(row[-2])
+        out.setdefault(tuple(_plain(v) for v in row[:-2]), []).append(StoredResult(value, str(row[-1])))
+    return out
+
+
+def candidates_for(spec, table: pd.DataFrame | None) -> pd.DataFrame | None:
+    """A study's known-valid candidates: its table's rows (table studies), else None (the domain
+    enumerates the space when it can)."""
+    if table is None:
+        return None
+    return table[spec.space.names]

@@ -1,0 +1,133 @@
+"""Model matrices over level-index rows, fast enough to rebuild inside every benchmark search.
+
+The model-based strategies (LM, DOPT, DLMT) fit and predict R-style models whose terms are the ones
+the term builder offers (:mod:`engine.model.choice`): ``x``, ``I(x^2)``, ``I(x^3)``, ``I(1/x)`` and
+products ``a:b``. Each term column is a function of the level indices, so it is a table lookup per
+factor; columns over a domain's candidates are cached once per process and a design's model matrix
+is a row gather. Coding follows R's ``model.matrix`` on raw values (booleans as the 0/1 ``xTRUE``
+dummy, categorical factors as treatment dummies). ``coding="index"`` uses level indices instead of
+values, as Orio's DLMT does (its inverse terms become ``1/(1e-6 + index)``, docs/dlmt.md §5.2).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.errors import UserError
+from engine.strategies.domain import Domain
+
+CODINGS = ("raw", "index")
+_POWER = re.compile(r"^I\(\s*(\w+)\s*(?:\^|\*\*)\s*([23])\s*\)$")
+_INVERSE = re.compile(r"^I\(\s*1\s*/\s*(\w+)\s*\)$")
+_INDEX_EPS = 1e-6
+
+
+@dataclass(frozen=True)
+class TermSpec:
+    """A term as (factor, power) parts; power 1, 2, 3 or -1 (inverse); several parts = interaction."""
+
+    name: str
+    parts: tuple[tuple[str, int], ...]
+
+    @property
+    def factors(self) -> frozenset[str]:
+        return frozenset(f for f, _ in self.parts)
+
+
+def parse_term(term: str, names: Sequence[str]) -> TermSpec:
+    """``"I(lws_y^2)"`` -> TermSpec; only the term builder's kinds are accepted."""
+    parts = []
+    for piece in term.split(":"):
+        piece = piece.strip()
+        if piece in names:
+            parts.append((piece, 1))
+        elif match := _POWER.match(piece):
+            parts.append((match.group(1), int(match.group(2))))
+        elif match := _INVERSE.match(piece):
+            parts.append((match.group(1), -1))
+        else:
+            raise UserError(f"model term {term!r}: only x, I(x^2), I(x^3), I(1/x) and a:b are supported here")
+        if parts[-1][0] not in names:
+            raise UserError(f"model term {term!r}: unknown factor '{parts[-1][0]}'")
+    return TermSpec(term, tuple(parts))
+
+
+def term_name(factor: str, power: int) -> str:
+    """R spelling of a single-factor term (the spelling :class:`engine.model.choice.TermChoice` uses)."""
+    return {1: factor, 2: f"I({factor}^2)", 3: f"I({factor}^3)", -1: f"I(1/{factor})"}[power]
+
+
+class TermColumns:
+    """Model-matrix columns of terms over a domain, with the candidates' columns cached."""
+
+    def __init__(self, domain: Domain, coding: str = "raw") -> None:
+        if coding not in CODINGS:
+            raise UserError(f"coding {coding!r} must be one of {', '.join(CODINGS)}")
+        self.domain = domain
+        self.coding = coding
+        self._position = {name: j for j, name in enumerate(domain.names)}
+        self._tables: dict[tuple[str, int], np.ndarray] = {}
+
+    @classmethod
+    def shared(cls, domain: Domain, coding: str = "raw") -> TermColumns:
+        """One instance per (domain, coding), kept in the domain's cache."""
+        key = ("term_columns", coding)
+        if key not in domain.cache:
+            domain.cache[key] = cls(domain, coding)
+        return domain.cache[key]
+
+    def _level_table(self, factor: str, power: int) -> np.ndarray:
+        """Per level: the column value(s) of ``factor`` raised to ``power`` (levels × columns)."""
+        key = (factor, power)
+        if key not in self._tables:
+            j = self._position[factor]
+            f = self.domain.space.factors[j]
+            if f.kind == "categorical":
+                if power != 1:
+                    raise UserError(f"model term on '{factor}': a categorical factor has no powers or inverse")
+                table = np.eye(f.n_levels)[:, 1:]  # treatment dummies, first level is the baseline
+            else:
+                base = np.arange(f.n_levels, dtype=float) if self.coding == "index" else self.domain.level_values(j)
+                if power == -1:
+                    base = base + _INDEX_EPS if self.coding == "index" else base
+                    if np.any(base == 0):
+                        raise UserError(f"model term I(1/{factor}): a level of '{factor}' is 0")
+                    table = (1.0 / base)[:, None]
+                else:
+                    table = (base**power)[:, None]
+            self._tables[key] = table
+        return self._tables[key]
+
+    def width(self, term: TermSpec) -> int:
+        return int(np.prod([self._level_table(f, p).shape[1] for f, p in term.parts]))
+
+    def term(self, term: TermSpec, index: np.ndarray) -> np.ndarray:
+        """Columns of one term for level-index rows ``index`` (rows × width)."""
+        out = None
+        for factor, power in term.parts:
+            part = self._level_table(factor, power)[index[:, self._position[factor]]]
+            out = part if out is None else (out[:, :, None] * part[:, None, :]).reshape(len(index), -1)
+        return out
+
+    def candidate_term(self, term: TermSpec) -> np.ndarray:
+        """Columns of one term over all candidates (cached)."""
+        key = ("candidate_term", self.coding, term.parts)
+        cache = self.domain.cache
+        if key not in cache:
+            cache[key] = np.ascontiguousarray(self.term(term, self.domain.index))
+        return cache[key]
+
+    def matrix(self, terms: Sequence[TermSpec], index: np.ndarray | None = None, rows: np.ndarray | None = None) -> tuple[np.ndarray, list[slice]]:
+        """Intercept + terms, for level-index rows ``index`` or for candidate positions ``rows``."""
+        blocks, slices, start = [], [], 1
+        n = len(index) if index is not None else len(rows)
+        for term in terms:
+            block = self.term(term, index) if index is not None else self.candidate_term(term)[rows]
+            blocks.append(block)
+            slices.append(slice(start, start + block.shape[1]))
+            start += block.shape[1]
+        return np.column_stack([np.ones(n), *blocks]) if blocks else np.ones((n, 1)), slices

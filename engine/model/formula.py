@@ -1,0 +1,276 @@
+"""Model formulas, the user-facing model language (``Y ~ x1 + x3 + I(x8^2) + x1:x3``).
+
+One formula engine is used everywhere (formulaic), with R's term order: terms of lower degree first,
+the written order kept within a degree (R's ``terms()``), so Type I ANOVA rows come out as R prints
+them. ``^`` inside ``I(...)`` means a power, as in R. Every factor expression is checked by the
+whitelist of :mod:`engine.space.expr` before formulaic evaluates anything, so a formula is never code, and
+the formula's size is bounded before formulaic expands it: its length, the interaction power of
+``(a + b)^n`` and the number of terms it can expand to. Numeric columns are evaluated as float64, R's
+doubles, so ``I(x^20)`` is R's number, not an int64 that wrapped around.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+import pandas as pd
+from formulaic import Formula
+from formulaic import model_matrix as _formulaic_model_matrix
+from formulaic.parser import DefaultFormulaParser
+from formulaic.parser.algos.tokenize import tokenize
+from formulaic.parser.types import ASTNode, Token
+from formulaic.transforms import C as _formulaic_C
+
+from engine.errors import brief
+from engine.space.expr import FORMULA_FUNCTIONS, ExpressionError, check, quiet_parser_warnings, screen
+
+
+class FormulaError(ValueError):
+    """A formula cannot be used with the data at hand; the message says why in one line."""
+
+
+#: Longest formula, in characters (formulaic's term algebra slows quadratically in the term count).
+MAX_FORMULA_LENGTH = 10_000
+#: Largest interaction power ``(a + b + c)^n``: formulaic forms every n-fold product of the terms.
+MAX_POWER = 5
+#: Most terms a formula may expand to, bounded from its syntax before formulaic expands anything.
+MAX_TERMS = 10_000
+
+_I_CALL = re.compile(r"\bI\(")
+_DIGITS = re.compile(r"[0-9]{1,3}")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_T = TypeVar("_T")
+
+
+def _label(formula: str) -> str:
+    return f"formula {brief(formula.strip())}"
+
+
+def normalize(formula: str) -> str:
+    """Rewrite R spellings into formulaic's: ``^`` inside ``I(...)`` becomes ``**``."""
+    if not isinstance(formula, str) or not formula.strip():
+        raise FormulaError("formula: empty")
+    text = formula.strip()
+    if len(text) > MAX_FORMULA_LENGTH:
+        raise FormulaError(f"{_label(formula)}: longer than {MAX_FORMULA_LENGTH:,} characters")
+    out, i = [], 0
+    while i < len(text):
+        match = _I_CALL.search(text, i)
+        if not match:
+            out.append(text[i:])
+            break
+        out.append(text[i : match.end()])
+        depth, j = 1, match.end()
+        while j < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[j], 0)
+            j += 1
+        if depth:
+            raise FormulaError(f"{_label(formula)}: unbalanced parenthesis in I(...)")
+        out.append(text[match.end() : j].replace("^", "**"))
+        i = j
+    return "".join(out)
+
+
+def _formulaic(call: Callable[[], _T], label: str) -> _T:
+    """Run a formulaic step; whatever it raises becomes one :class:`FormulaError` line."""
+    try:
+        with warnings.catch_warnings():  # formulaic parses Python text too: no SyntaxWarning on stderr
+            quiet_parser_warnings()
+            return call()
+    except FormulaError:
+        raise
+    except Exception as exc:  # formulaic raises many types, and its messages span lines
+        lines = _ANSI.sub("", str(exc)).strip().splitlines()
+        raise FormulaError(f"{label}: {lines[0][:200] if lines else type(exc).__name__}") from None
+
+
+def _check_shape(text: str, columns: list, label: str) -> None:
+    """Refuse, before formulaic expands anything, what R would refuse or what would expand without bound."""
+    tokens = _formulaic(lambda: list(tokenize(text)), label)
+    for token in (t for t in tokens if t.kind is Token.Kind.PYTHON):  # formulaic parses these itself
+        if text[token.source_start] == "{":
+            raise FormulaError(f"{label}: {{...}} (formulaic's Python escape) is not R; write I(...)")
+        try:
+            screen(token.token, f"{label}: term", columns)
+        except ExpressionError as exc:
+            raise FormulaError(str(exc)) from None
+    if tokens and tokens[-1].token == "~":
+        raise FormulaError(f"{label}: empty right-hand side; write '~ 1' for an intercept-only model")
+    _term_bound(_formulaic(lambda: DefaultFormulaParser().get_ast(text), label), label)
+
+
+def _term_bound(root: Any, label: str) -> int:
+    """An upper bound on the terms ``root`` expands to, walked without recursion; refused past MAX_TERMS."""
+    bounds: dict[int, int] = {}
+    stack = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        if not isinstance(node, ASTNode):
+            bounds[id(node)] = 1
+        elif not ready:
+            stack.append((node, True))
+            stack.extend((arg, False) for arg in node.args)
+        else:
+            bounds[id(node)] = bound = _operator_bound(node, [bounds[id(arg)] for arg in node.args], label)
+            if bound > MAX_TERMS:
+                raise FormulaError(f"{label}: expands to more than {MAX_TERMS:,} terms")
+    return bounds[id(root)]
+
+
+def _operator_bound(node: ASTNode, args: list[int], label: str) -> int:
+    """Terms one operator can produce from its operands' bounds (formulaic's algebra, without dedup)."""
+    symbol = node.operator.symbol
+    if symbol == "|":
+        raise FormulaError(f"{label}: '|' (a multi-part formula) is not supported")
+    if symbol == ".":
+        raise FormulaError(f"{label}: '.' (every other column) is not supported; name the terms")
+    if symbol in ("^", "**"):
+        return args[0] ** _power(node.args[1], label)
+    if symbol == "*" and len(args) == 2:
+        return args[0] + args[1] + args[0] * args[1]
+    if symbol == ":":
+        return math.prod(args)
+    return sum(args)
+
+
+def _power(operand: Any, label: str) -> int:
+    """The n of ``(a + b)^n``: a whole number from 1 to MAX_POWER."""
+    text = operand.token if isinstance(operand, Token) else str(operand)
+    if isinstance(operand, Token) and operand.kind is Token.Kind.VALUE and _DIGITS.fullmatch(text):
+        if 1 <= int(text) <= MAX_POWER:
+            return int(text)
+    raise FormulaError(f"{label}: interaction power {brief(text, 40)} must be a whole number from 1 to {MAX_POWER}")
+
+
+@dataclass(frozen=True)
+class ParsedFormula:
+    """A checked formula: its response (or None), its terms in R order, and the columns it uses."""
+
+    text: str
+    response: str | None
+    terms: tuple[str, ...]
+    variables: frozenset[str]
+    has_intercept: bool
+    _formula: Formula = field(repr=False, compare=False)
+
+    @property
+    def rhs(self) -> str:
+        return " + ".join(self.terms) if self.terms else "1"
+
+
+def parse(formula: str, columns) -> ParsedFormula:
+    """Parse ``formula`` against the available ``columns`` and check every factor expression."""
+    text = normalize(formula)
+    label = _label(formula)
+    columns = list(columns)
+    _check_shape(text, columns, label)
+    parsed = _formulaic(lambda: Formula(text, _ordering="degree"), label)
+    rhs = parsed.rhs if hasattr(parsed, "rhs") else parsed
+    response = None
+    if hasattr(parsed, "lhs"):
+        lhs_terms = [str(t) for t in parsed.lhs]
+        if len(lhs_terms) != 1:
+            raise FormulaError(f"{label}: the response must be a single column")
+        response = lhs_terms[0]
+    variables: set[str] = set()
+    terms: list[str] = []
+    intercept = False
+    for term in rhs:
+        name = str(term)
+        if name == "1":
+            intercept = True
+            continue
+        for factor in term.factors:
+            variables |= _factor_columns(factor.expr, columns, f"{label}: term")
+        terms.append(name)
+    if response is not None:
+        variables |= _factor_columns(response, columns, f"{label}: response")
+    return ParsedFormula(formula.strip(), response, tuple(terms), frozenset(variables), intercept, parsed)
+
+
+def _factor_columns(expr: str, columns: list, what: str) -> set[str]:
+    """The columns one factor expression reads; it must pass the whitelist and read at least one."""
+    try:
+        used = check(expr, columns, FORMULA_FUNCTIONS, what=what)
+    except ExpressionError as exc:
+        raise FormulaError(str(exc)) from None
+    if not used:
+        raise FormulaError(f"{what} {brief(expr)} uses no column (R refuses a constant term)")
+    return used
+
+
+@dataclass(frozen=True)
+class ModelMatrix:
+    """The numeric model matrix of a formula over a frame, with the columns of each term."""
+
+    X: np.ndarray
+    columns: tuple[str, ...]
+    term_slices: dict[str, slice]
+    y: np.ndarray | None
+    formula: ParsedFormula
+
+    @property
+    def k(self) -> int:
+        return self.X.shape[1]
+
+
+def model_matrix(formula: str | ParsedFormula, data: pd.DataFrame) -> ModelMatrix:
+    """Build R's ``model.matrix`` (treatment coding, raw values) for ``formula`` over ``data``."""
+    parsed = formula if isinstance(formula, ParsedFormula) else parse(formula, data.columns)
+    frame = model_frame(data, parsed.variables | ({parsed.response} & set(data.columns) if parsed.response else set()))
+    return _formulaic(lambda: _build(parsed, frame), _label(parsed.text))
+
+
+def formulaic_matrix(spec: Formula, frame: pd.DataFrame) -> Any:
+    """formulaic's model matrix of ``spec`` over a :func:`model_frame`, with this module's functions
+    (``sqrt``, ``abs``, R-named integer levels in ``C``); division by zero and overflow give inf/nan, as in R."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return _formulaic_model_matrix(spec, frame, na_action="ignore", context=_FUNCTIONS)
+
+
+def _build(parsed: ParsedFormula, frame: pd.DataFrame) -> ModelMatrix:
+    mm = formulaic_matrix(parsed._formula, frame)
+    rhs = mm.rhs if hasattr(mm, "rhs") else mm
+    y = None
+    if parsed.response is not None and hasattr(mm, "lhs"):
+        y = np.asarray(mm.lhs, dtype=float).ravel()
+    slices = {str(term): sl for term, sl in rhs.model_spec.term_slices.items()}
+    return ModelMatrix(
+        X=np.asarray(rhs, dtype=float),
+        columns=tuple(str(c) for c in rhs.columns),
+        term_slices=slices,
+        y=y,
+        formula=parsed,
+    )
+
+
+def _categorical(data: Any, contrasts: Any = None, **options: Any) -> Any:
+    """formulaic's ``C`` with integral float columns as integers, so a level reads ``2`` as in R, not ``2.0``."""
+    values = np.asarray(data)
+    whole = values.dtype.kind == "f" and values.size and np.all(np.abs(values) <= 2**53)  # nan, inf: False
+    if whole and np.all(values == np.trunc(values)):
+        data = data.astype(np.int64)
+    return _formulaic_C(data, contrasts, **options)
+
+
+#: What formula functions evaluate to, where formulaic's own table has no entry (or a different one).
+_FUNCTIONS = {"C": _categorical, "sqrt": np.sqrt, "abs": np.abs}
+
+
+def model_frame(data: pd.DataFrame, variables) -> pd.DataFrame:
+    """Only the used columns; numbers as float64 (R's doubles: ``I(x^20)`` cannot wrap around in int64),
+    booleans as 0/1 (R's ``xTRUE`` dummy), strings as categoricals."""
+    frame = data.loc[:, [c for c in data.columns if c in variables]].copy()
+    for name in frame.columns:
+        col = frame[name]
+        if pd.api.types.is_bool_dtype(col.dtype) or pd.api.types.is_integer_dtype(col.dtype):
+            frame[name] = col.astype(float)
+        elif col.dtype == object or pd.api.types.is_string_dtype(col):
+            frame[name] = pd.Categorical(col.astype(str))
+    return frame

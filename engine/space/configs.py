@@ -1,0 +1,50 @@
+"""Canonical identities for configurations, so a configuration measured once is recognised again.
+
+A configuration's key is the JSON list of its level values in factor order, each value normalised to
+its factor's level (``4`` and ``4.0`` and ``"4"`` give the same key). Keys make "already measured?"
+a set lookup for strategies, runners and storage alike.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from engine.space.factors import Space
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def config_keys(space: Space, frame: pd.DataFrame) -> list[str]:
+    """Key of every row of ``frame`` (values must be levels of their factors)."""
+    index = space.to_level_index(frame)
+    levels = [f.levels for f in space.factors]
+    return [
+        json.dumps([_plain(levels[j][i]) for j, i in enumerate(row)], separators=(",", ":"))
+        for row in index.tolist()
+    ]
+
+
+def config_key(space: Space, config: Mapping[str, Any]) -> str:
+    return config_keys(space, pd.DataFrame([{name: config[name] for name in space.names}]))[0]
+
+
+def config_from_key(space: Space, key: str) -> dict[str, Any]:
+    return dict(zip(space.names, json.loads(key)))
+
+
+def frame_from_keys(space: Space, keys: list[str]) -> pd.DataFrame:
+    """Configurations (one column per factor, natural dtypes) from their keys."""
+    if not keys:
+        return pd.DataFrame({f.name: pd.Series(dtype=f.level_array().dtype) for f in space.factors})
+    rows = [json.loads(k) for k in keys]
+    frame = pd.DataFrame(rows, columns=space.names)
+    return space.from_level_index(space.to_level_index(frame))
