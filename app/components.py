@@ -9,6 +9,7 @@ import streamlit as st
 
 from engine.errors import UserError
 from storage import Store, StoredStudy
+from workflows import StudySession
 
 STUDY_KEY = "study"
 
@@ -48,12 +49,10 @@ def study_picker(store: Store, label: str = "Study", key: str = STUDY_KEY) -> St
     return store.get_study(name)
 
 
-def continue_from_decisions(store: Store, study: StoredStudy, key: str):
+def continue_from_decisions(session: StudySession, key: str):
     """Offer to continue from the decisions log: hold the factors fixed so far and start from the
     model the last decision handed on. Returns (fixed, formula, step); ({}, None, None) if declined."""
-    from engine.analysis.study_data import next_step
-
-    state = next_step(store.decisions(study.name))
+    state = session.next_step()
     if not state.fixed and state.formula is None:
         return {}, None, state.step
     fixes = ", ".join(f"{k} = {v}" for k, v in state.fixed.items()) or "nothing"
@@ -63,14 +62,11 @@ def continue_from_decisions(store: Store, study: StoredStudy, key: str):
 
 
 @st.cache_data(show_spinner="Preparing the candidate set…", max_entries=16)
-def _cached_candidates(_store: Store, db: str, study_id: int, name: str, fixed: str):
-    from engine.analysis.study_data import candidate_set
-
-    study = _store.get_study(name)
-    table = _store.study_table(name) if study.spec.runner.get("kind") == "table" else None
-    return candidate_set(study.spec, table, fixed=json.loads(fixed))
+def _cached_candidates(_session: StudySession, db: str, study_id: int, fixed: str):
+    return _session.candidates(json.loads(fixed))
 
 
-def study_candidates(store: Store, study: StoredStudy, fixed: dict):
+def study_candidates(session: StudySession, fixed: dict):
     """The study's candidate configurations with ``fixed`` factors held (cached per database and study)."""
-    return _cached_candidates(store, store.path, study.id, study.name, json.dumps(fixed, sort_keys=True, default=str))
+    return _cached_candidates(session, session.store.path, session.study.id,
+                              json.dumps(fixed, sort_keys=True, default=str))

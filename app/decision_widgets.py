@@ -10,7 +10,7 @@ import streamlit as st
 
 from app.components import flash, guard
 from engine.space.factors import Space
-from storage import Store, StoredStudy
+from workflows import StudySession
 
 
 def fix_editor(space: Space, names: Sequence[str], proposed: Mapping, point: Mapping, key: str) -> dict:
@@ -31,12 +31,10 @@ def fix_editor(space: Space, names: Sequence[str], proposed: Mapping, point: Map
     return chosen
 
 
-def tuning_review(store: Store, study: StoredStudy, actor: str) -> None:
+def tuning_review(session: StudySession, actor: str) -> None:
     """When a tuning run (``tunelab tune`` without ``--auto``) waits on this study, show its proposal
     with accept / edit / reject; the answer goes to the decisions log for the run to resume from."""
-    from engine.execution import review
-
-    waiting = review.pending(store.decisions(study.name))
+    waiting = session.pending_decision()
     if waiting is None:
         return
     decision, step = waiting["decision"], waiting["step"]
@@ -54,7 +52,8 @@ def tuning_review(store: Store, study: StoredStudy, actor: str) -> None:
         if point:
             st.caption("Predicted best: " + ", ".join(f"{k} = {v}" for k, v in point.items()))
         key = f"tune_{waiting['id']}"
-        chosen_fix = fix_editor(study.spec.space, study.spec.space.names, decision.proposed["fix"], point, key)
+        space = session.spec.space
+        chosen_fix = fix_editor(space, space.names, decision.proposed["fix"], point, key)
         formula = st.text_input("Model for the next step", decision.proposed["formula"], key=f"formula_{key}")
         note = st.text_input("Note (optional)", key=f"note_{key}")
         accept, reject = st.columns(2)
@@ -63,7 +62,6 @@ def tuning_review(store: Store, study: StoredStudy, actor: str) -> None:
         if action is None:
             return
         with guard():
-            final = review.resolve(decision, action, actor, fix=chosen_fix, formula=formula, note=note or None)
-            store.log_decision(study, **review.log_entry(waiting["run"], final, step))
+            _, final = session.answer(action, actor, fix=chosen_fix, formula=formula, note=note or None)
             flash(f"Step {step} {final.status}; run `tunelab tune` again to go on.")
             st.rerun()

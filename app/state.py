@@ -15,7 +15,7 @@ def _open(path: str) -> Store:
     fresh = not Path(path).exists()
     store = Store(path)
     if fresh and os.environ.get("TUNELAB_DEMO", "1") != "0":
-        from storage.demo import seed_demo_studies
+        from workflows.demo import seed_demo_studies
 
         seed_demo_studies(store)
     return store

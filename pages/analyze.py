@@ -18,7 +18,9 @@ from engine.analysis import analyze, coefficient_table, plots, propose_decision
 from engine.analysis.diagnostics import qq_data, residual_diagnostics
 from engine.analysis.effects import effect_screening, interaction_effects, main_effects
 from engine.analysis.options import TRANSFORMS
-from engine.analysis.study_data import analysis_frame, initial_formula, restrict
+from engine.analysis.study_data import initial_formula, restrict
+from workflows import StudySession
+from workflows.session import decision_fix_text
 
 store = get_store()
 st.title("Analyze")
@@ -35,21 +37,19 @@ with st.sidebar:
                           key="actor_input")
     st.session_state["actor"] = actor.strip() or "analyst"
 
-tuning_review(store, study, st.session_state["actor"])
+session = StudySession(store, study.name)
+tuning_review(session, st.session_state["actor"])
 
-measurements = store.measurements(study.name)
 designs = store.designs(study.name)
 sources = {"All measurements": None} | {
     f"Design {d.id}: {d.name} ({d.kind}, {d.rows} rows)": int(d.id) for d in designs.itertuples()}
 source = st.selectbox("Measurements", list(sources), key=f"analyze_source_{study.id}")
 design_id = sources[source]
-if design_id is not None:
-    measurements = measurements[measurements["design_id"] == design_id]
-data = analysis_frame(spec, measurements)
+data = session.analysis_data(design_id)
 
 
-fixed, continued_formula, step = continue_from_decisions(store, study, key="analyze")
-candidates = study_candidates(store, study, fixed)
+fixed, continued_formula, step = continue_from_decisions(session, key="analyze")
+candidates = study_candidates(session, fixed)
 data = restrict(data, fixed)  # with factors fixed, only the measurements that agree with them fit this step
 
 
@@ -171,23 +171,13 @@ if decision is not None:
     note = st.text_input("Note (optional)", key="decision_note")
     if accept.button("Accept decision", type="primary", key="accept_decision"):
         final = decision.settle(actor, fix=chosen_fix, formula=next_formula, note=note or None)
-        record = final.to_record()
         with guard():
-            store.save_model(study, step=step, formula=result.model.formula, transform=summary.transform,
-                             coefficients=coefficient_table(result.model), anova=anova_table,
-                             lam=result.power.lambda_ if result.power else None, summary=summary.to_dict())
-            store.log_decision(study, kind="fix-factors", proposed=record["proposed"], chosen=record["chosen"],
-                               outcome=final.status, actor=actor, explanation="\n".join(final.explanation),
-                               evidence=record["evidence"], step=step)
-            flash(f"Decision {final.status}: fixed {', '.join(f'{k} = {v}' for k, v in record['chosen']['fix'].items()) or 'nothing'}.")
+            session.record_decision(final, step, analysis=result)
+            flash(f"Decision {final.status}: fixed {decision_fix_text(final.chosen)}.")
             st.rerun()
     if reject.button("Reject", key="reject_decision"):
-        final = decision.reject(actor, note=note or None)
-        record = final.to_record()
         with guard():
-            store.log_decision(study, kind="fix-factors", proposed=record["proposed"], chosen=None,
-                               outcome="rejected", actor=actor, explanation="\n".join(final.explanation),
-                               evidence=record["evidence"], step=step)
+            session.record_decision(decision.reject(actor, note=note or None), step)
             flash("Decision rejected and recorded.")
             st.rerun()
 

@@ -5,6 +5,7 @@ import streamlit as st
 from app.components import flash, guard, show_flash
 from app.jobs import Job, get_job, start_job
 from app.state import get_store
+from app.strategy_options import option_widgets
 from engine.compare.plots import (
     best_so_far_data,
     best_so_far_figure,
@@ -15,11 +16,11 @@ from engine.compare.plots import (
     histogram_data,
     histogram_figure,
 )
-from engine.compare.replay import study_table
-from engine.compare.run import Comparison, run_benchmark
-from engine.compare.summary import summary_records, summary_table, with_paper
+from engine.compare.presets import PRESETS
+from engine.compare.summary import summary_table, with_paper
+from engine.strategies import from_form
 from engine.strategies.registry import describe
-from storage.comparisons import list_comparisons, load_comparison, save_comparison
+from workflows.compare import compare, open_comparison, saved_comparisons, table_study
 
 DEFAULT_STRATEGIES = ["RS", "LHS", "GS", "GSR", "GA", "LM", "DLMT"]
 
@@ -48,18 +49,26 @@ with st.form("cmp_form"):
     budget = b.number_input("Budget (measurements)", 1, 100_000, 125, key="cmp_budget")
     jobs = c.number_input("Worker processes", 1, 16, 2, key="cmp_jobs")
     seed = d.number_input("Seed", 0, 2**31 - 1, 0, key="cmp_seed")
+    preset = st.radio("Per-strategy settings", PRESETS, horizontal=True, key="cmp_preset",
+                      format_func={"paper": "The paper's (as `tunelab bench`)", "none": "Each strategy's defaults"}.get,
+                      help="paper: the CCGrid'19 settings and per-strategy budgets; none: every strategy's defaults "
+                           "with the full budget.")
+    with st.expander("Strategy options (over the preset; an untouched option keeps the preset's value)"):
+        option_values = {}
+        for strategy, tab in zip(runnable, st.tabs(runnable), strict=True):
+            with tab:
+                option_values[strategy] = option_widgets(strategy, "cmp_opt")
     label = st.text_input("Name", f"{name}: {', '.join(chosen) if chosen else ''}", key="cmp_name")
     submitted = st.form_submit_button("Run comparison", type="primary")
 
 job_key = f"compare:{name}"
 
 
-def benchmark_work(job: Job, strategies: list[str], reps: int, budget: int, jobs: int, seed: int, label: str) -> int:
-    table = study_table(store, name)
-    comparison = run_benchmark(table, strategies, reps=reps, budget=budget, jobs=jobs, seed=seed,
-                               progress=lambda done, total, strategy: setattr(job, "progress", (done, total, strategy)))
-    return save_comparison(store, name=label or name, study=name, params=comparison.params,
-                           summary=summary_records(summary_table(comparison)), runs=comparison.runs)
+def benchmark_work(job: Job, strategies: list[str], reps: int, budget: int, jobs: int, seed: int, preset: str,
+                   options: dict, label: str) -> int | None:
+    return compare(table_study(store, name), strategies, reps=reps, budget=budget, jobs=jobs, seed=seed,
+                   preset_name=preset, options=options, progress=lambda done, total, strategy: setattr(job, "progress", (done, total, strategy)),
+                   store=store, name=label or name, study=name).stored_id
 
 
 if submitted:
@@ -70,8 +79,9 @@ if submitted:
         st.error("strategies: choose at least one")
     else:
         with guard():
+            options = {strategy: from_form(strategy, option_values[strategy]) for strategy in chosen}
             start_job(job_key, label, lambda job: benchmark_work(job, list(chosen), int(reps), int(budget), int(jobs),
-                                                                 int(seed), label))
+                                                                 int(seed), preset, options, label))
             st.rerun()
 
 
@@ -100,7 +110,7 @@ if job is not None and (job.running or st.session_state.get("_cmp_was_running"))
 elif job is not None and job.error:
     st.error(job.error)
 
-saved = list_comparisons(store, study=name)
+saved = saved_comparisons(store, name)
 if saved.empty:
     st.stop()
 st.subheader("Saved comparisons")
@@ -110,8 +120,7 @@ choice = st.selectbox("Open", options, index=options.index(opened) if opened in 
                       format_func=lambda i: f"#{i} {saved.set_index('id').loc[i, 'name']} "
                                             f"({saved.set_index('id').loc[i, 'created_at']:%Y-%m-%d %H:%M})",
                       key="cmp_open_select")
-record = load_comparison(store, choice)
-comparison = Comparison(params=record["params"], runs=record["runs"])
+record, comparison = open_comparison(store, choice)
 summary = summary_table(comparison)
 paper = st.checkbox("Show the paper's Laplacian figures beside ours", value="time_per_pixel" in name.lower()
                     or "laplacian" in name.lower(), key="cmp_paper")

@@ -18,6 +18,7 @@ from engine.design import (
 )
 from engine.design.plots import scatter_matrix_data, scatter_matrix_figure
 from engine.model.formula import model_matrix
+from workflows import StudySession
 
 CRITERIA_HELP = {
     "D": "det(M)^(1/k), M = Z'Z/n: the larger, the more precisely all coefficients are estimated together.",
@@ -40,8 +41,9 @@ if study is None:
 spec = study.spec
 
 
-fixed, continued_formula, step = continue_from_decisions(store, study, key="design")
-candidates = study_candidates(store, study, fixed)
+session = StudySession(store, study.name)
+fixed, continued_formula, step = continue_from_decisions(session, key="design")
+candidates = study_candidates(session, fixed)
 st.caption(f"Candidates: {len(candidates):,} valid configurations"
            + ("" if spec.space.enumerable or spec.runner.get("kind") == "table" else " (a uniform sample of a huge space)"))
 types = {t.name: t for t in design_types()}

@@ -7,15 +7,8 @@ import streamlit as st
 from app.components import guard, show_flash, study_picker
 from app.jobs import Job, get_job, start_job
 from app.state import get_store
-from engine.execution import Campaign, executor_from_name, store_recorder, stored_repeats
-from engine.runners import runner_from_spec
-
-EXECUTORS = {
-    "local": "Process pool (parallel, this machine)",
-    "timing": "Timing mode (one pinned worker, serial: for timing-sensitive kernels)",
-    "inline": "In the dashboard process (simplest)",
-    "dask": "Dask cluster",
-}
+from engine.execution.registry import EXECUTORS
+from workflows import StudySession
 
 store = get_store()
 st.title("Run")
@@ -50,23 +43,16 @@ right.caption(f"Runner: `{spec.runner.get('kind')}`. Repeats already stored coun
 
 
 def campaign_work(job: Job, executor: str, scheduler: str | None, repeats: int) -> object:
-    table = store.study_table(study.name) if spec.runner.get("kind") == "table" else None
-    runner = runner_from_spec(spec.runner, space=spec.space, table=table)
-
     def echo(config: dict, result) -> None:
         job.rows.append({**config, "repeat": result.repeat, "value": result.value, "status": result.status,
                          "error": result.error})
 
-    configs = store.design_rows(study.name, design_id)[spec.space.names]
-    with executor_from_name(executor, scheduler=scheduler or None) as pool:  # workers end with the campaign
-        campaign = Campaign(runner, pool, repeats=repeats, space=spec.space)
+    def started(campaign) -> None:
         job.cancel_hook = campaign.cancel
-        return campaign.run(
-            configs,
-            store_recorder(store, study, design_id=design_id, strategy="design", echo=echo),
-            on_progress=lambda progress: setattr(job, "progress", progress),
-            done=stored_repeats(spec.space, store.measurements(study.name)),
-        )
+
+    return StudySession(store, study.name).measure(
+        design_id, executor=executor, scheduler=scheduler, repeats=repeats, echo=echo,
+        on_progress=lambda progress: setattr(job, "progress", progress), on_start=started).progress
 
 
 job = get_job(job_key)

@@ -26,11 +26,10 @@ import pandas as pd
 
 from engine.errors import UserError
 from engine.io.jsonable import jsonable
+from engine.runners.status import STATUSES
 from engine.space.configs import config_keys, frame_from_keys
 from engine.study import StudySpec
 from storage.schema import MIGRATIONS
-
-STATUSES = ("ok", "failed", "timeout", "invalid")
 
 
 class StoreError(UserError):

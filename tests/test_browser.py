@@ -27,7 +27,7 @@ def prepare(db: Path) -> None:
     from engine.runners.synthetic import evaluate
     from engine.space.configs import config_keys
     from storage import Store
-    from storage.demo import TOY_STUDY, seed_demo_studies
+    from workflows.demo import TOY_STUDY, seed_demo_studies
 
     with Store(db) as store:
         seed_demo_studies(store)
@@ -145,7 +145,7 @@ def test_analyze_untick_a_term_accept_a_decision_and_find_it_in_the_log(server, 
 def test_run_a_design_then_analyze_and_download_an_export(server, page):
     page.goto(server + "/run")
     wait_ready(page)
-    page.get_by_text("In the dashboard process").click()
+    page.get_by_text("In the calling process").click()
     page.get_by_role("button", name="Start measuring").click()
     page.get_by_text("Done: 8 results stored").wait_for(timeout=60_000)
     page.goto(server + "/analyze")

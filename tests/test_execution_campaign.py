@@ -13,7 +13,6 @@ from engine.execution import (
     LocalExecutor,
     TimingExecutor,
     executor_from_name,
-    store_recorder,
     stored_repeats,
 )
 from engine.runners import runner_from_spec
@@ -21,6 +20,7 @@ from engine.space.configs import config_keys
 from engine.space.factors import Factor, Space
 from engine.study import StudySpec
 from storage import Store
+from workflows.recording import store_recorder
 
 FUNCS = "tests.helpers.measure_funcs"
 LEVELS = tuple(round(-1 + 0.5 * i, 1) for i in range(5))

@@ -83,7 +83,7 @@ def _measured_toy(db_path, n=30):
     """The seeded toy study with ``n`` random configurations measured by its synthetic objective."""
     from engine.runners.synthetic import evaluate
     from engine.space.configs import config_keys
-    from storage.demo import TOY_STUDY, seed_demo_studies
+    from workflows.demo import TOY_STUDY, seed_demo_studies
 
     with Store(db_path) as store:
         seed_demo_studies(store)
@@ -134,7 +134,7 @@ def test_analyze_page_reports_bad_formulas_in_one_line(app_db):
 def test_run_page_measures_a_pending_design_in_the_background(app_db):
     import time
 
-    from storage.demo import TOY_STUDY, seed_demo_studies
+    from workflows.demo import TOY_STUDY, seed_demo_studies
 
     with Store(app_db) as store:
         seed_demo_studies(store)
@@ -219,6 +219,7 @@ def test_compare_page_runs_a_small_comparison_in_the_background(app_db, data):
     at.number_input(key="cmp_reps").set_value(3)
     at.number_input(key="cmp_budget").set_value(60)
     at.number_input(key="cmp_jobs").set_value(1)
+    at.number_input(key="cmp_opt_DLMT_steps").set_value(2)  # from DLMT's options table, over the paper preset
     at.button[0].click().run()
     for _ in range(120):
         if at.success or at.error:
@@ -229,6 +230,11 @@ def test_compare_page_runs_a_small_comparison_in_the_background(app_db, data):
     table = at.dataframe[0].value
     assert table["strategy"].tolist() == ["RS", "DLMT"] and (table["runs"] == 3).all()
     assert (table["min"] >= 1.0).all() and (table["budget_max"] <= 60).all()
+    with Store(app_db) as store:
+        from workflows.compare import saved_comparisons
+
+        params = saved_comparisons(store, at.selectbox(key="cmp_study").value)["params"].iloc[0]
+    assert params["preset"] == "paper" and params["options"]["DLMT"] == {"steps": 2}
 
 
 def test_an_accepted_decision_carries_into_the_next_design_step(app_db):

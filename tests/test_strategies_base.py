@@ -104,7 +104,7 @@ def test_maximize_and_bad_tells(table):
         s.tell_index(table.domain.index[:1], [1.0], ["weird"])
     with pytest.raises(UserError, match="budget"):
         make_strategy("RS", table.domain, 0)
-    with pytest.raises(UserError, match="unknown option 'nope'"):
+    with pytest.raises(UserError, match="DLMT option 'nope' 1: not an option of DLMT"):
         make_strategy("DLMT", table.domain, 10, options={"nope": 1})
     with pytest.raises(UserError, match="not one of"):
         make_strategy("SA", table.domain, 10)

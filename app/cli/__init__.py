@@ -11,7 +11,8 @@ import argparse
 import importlib
 import os
 import sys
-from typing import NoReturn
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 from app.cli._errors import report
 from app.cli._signals import Terminated, stop_on_signals
@@ -21,7 +22,18 @@ COMMAND_MODULES = ("study", "imports", "export", "serve", "design", "analyze", "
 
 
 class Parser(argparse.ArgumentParser):
-    """An argument parser whose refusals are one line (argparse prints the usage block as well)."""
+    """An argument parser whose refusals are one line (argparse prints the usage block as well), and
+    whose epilog may be written only when help is shown (``epilog_from``): tables such as the
+    strategies' options import what every other command should not pay for at start-up."""
+
+    def __init__(self, *args: Any, epilog_from: Callable[[], str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.epilog_from = epilog_from
+
+    def format_help(self) -> str:
+        if self.epilog_from is not None:
+            self.epilog = self.epilog_from()
+        return super().format_help()
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")

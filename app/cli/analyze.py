@@ -36,13 +36,11 @@ def load_measurements(args: argparse.Namespace):
     if args.csv:
         return _read_csv(args.csv, "--csv"), None
     from app.cli._common import open_store
-    from engine.analysis.study_data import analysis_frame, candidate_set
+    from workflows import StudySession
 
     with open_store(args) as store:
-        study = store.get_study(args.study)
-        data = analysis_frame(study.spec, store.measurements(args.study))
-        table = store.study_table(args.study) if study.spec.runner.get("kind") == "table" else None
-    return data, candidate_set(study.spec, table)
+        session = StudySession(store, args.study)
+        return session.analysis_data(), session.candidates()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 from app.cli._common import MAX_COUNT, MAX_SEED, MAX_WORKERS, add_json, bounded
@@ -50,51 +49,24 @@ def _db_given(argv: list[str]) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.compare.presets import preset
-    from engine.compare.replay import load_table, study_table
-    from engine.compare.run import run_benchmark
-    from engine.compare.summary import (
-        PAPER_LAPLACIAN,
-        summary_records,
-        summary_table,
-        with_paper,
-    )
+    from engine.compare.summary import PAPER_LAPLACIAN, summary_records, with_paper
     from engine.strategies import parse_names
+    from storage import Store
+    from workflows.compare import compare, table_from
 
     names = parse_names(args.strategies)
     extra = _options(args.options)
-    store = None
-    if Path(args.table).is_file():
-        table = load_table(args.table, args.objective)
-        study = None
-    else:
-        from storage import Store
-
-        store = Store(args.db)
-        table = study_table(store, args.table)
-        study = args.table
+    is_file = Path(args.table).is_file()
+    keep = not args.no_store and (not is_file or _db_given(sys.argv[1:]))
+    store = Store(args.db) if keep or not is_file else None
     try:
-        options, budgets = preset(args.preset, table.space)
-        for name, opts in extra.items():
-            options.setdefault(name.upper(), {}).update(opts)
+        table, study = table_from(args.table, args.objective, store)
         progress = None if args.json or not sys.stderr.isatty() else _progress
-        started = time.perf_counter()
-        comparison = run_benchmark(table, names, reps=args.reps, budget=args.budget, jobs=args.jobs, seed=args.seed,
-                                   options=options, budgets=budgets, progress=progress)
-        seconds = time.perf_counter() - started
+        done = compare(table, names, reps=args.reps, budget=args.budget, jobs=args.jobs, seed=args.seed,
+                       preset_name=args.preset, options=extra, progress=progress, store=store if keep else None,
+                       name=args.name, study=study)
         if progress:
             print(file=sys.stderr)
-        summary = summary_table(comparison)
-        stored_id = None
-        if not args.no_store and (store is not None or _db_given(sys.argv[1:])):
-            from storage import Store
-            from storage.comparisons import save_comparison
-
-            store = store or Store(args.db)
-            name = args.name or f"{table.source or table.spec.name} {time.strftime('%Y-%m-%d %H:%M')}"
-            stored_id = save_comparison(store, name=name, study=study or table.source, params={**comparison.params,
-                                        "table": table.source, "objective": table.objective, "optimum": table.optimum,
-                                        "preset": args.preset}, summary=summary_records(summary), runs=comparison.runs)
     finally:
         if store is not None:
             store.close()
@@ -106,16 +78,16 @@ def run(args: argparse.Namespace) -> int:
         "budget": args.budget,
         "seed": args.seed,
         "preset": args.preset,
-        "seconds": round(seconds, 2),
-        "comparison_id": stored_id,
-        "strategies": summary_records(summary),
+        "seconds": round(done.seconds, 2),
+        "comparison_id": done.stored_id,
+        "strategies": summary_records(done.summary),
     }
     laplacian = set(PAPER_LAPLACIAN["strategy"]) >= set(names) and table.objective == "time_per_pixel"
-    shown = with_paper(summary) if laplacian else summary
+    shown = with_paper(done.summary) if laplacian else done.summary
     text = shown.to_string(index=False, float_format=lambda v: f"{v:.4f}")
-    text += f"\n{args.reps} repetitions, budget {args.budget}, seed {args.seed}, {seconds:.1f} s"
-    if stored_id is not None:
-        text += f"; stored as comparison {stored_id}"
+    text += f"\n{args.reps} repetitions, budget {args.budget}, seed {args.seed}, {done.seconds:.1f} s"
+    if done.stored_id is not None:
+        text += f"; stored as comparison {done.stored_id}"
     emit(data, args.json, text)
     return 0
 

@@ -47,22 +47,16 @@ def parse_fix(items: list[str], space) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     from engine.errors import UserError
-    from engine.execution import review
+    from workflows import StudySession
 
+    if args.action != "edit" and (args.fix is not None or args.formula):
+        raise UserError(f"decide {args.action}: --fix and --formula go with 'edit'")
     with open_store(args) as store:
-        study = store.get_study(args.study)
-        waiting = review.pending(store.decisions(study.name))
-        if waiting is None:
-            raise UserError(f"study '{args.study}': no tuning run waits for a decision")
-        fix = parse_fix(args.fix, study.spec.space) if args.fix is not None else None
-        if args.action != "edit" and (fix is not None or args.formula):
-            raise UserError(f"decide {args.action}: --fix and --formula go with 'edit'")
-        decision = review.resolve(waiting["decision"], args.action, args.by, fix=fix, formula=args.formula,
-                                  note=args.note)
-        store.log_decision(study, **review.log_entry(waiting["run"], decision, waiting["step"]))
-    data = {"study": args.study, "step": waiting["step"], "outcome": decision.status, "chosen": decision.chosen}
+        session = StudySession(store, args.study)
+        fix = parse_fix(args.fix, session.spec.space) if args.fix is not None else None
+        step, decision = session.answer(args.action, args.by, fix=fix, formula=args.formula, note=args.note)
+    data = {"study": args.study, "step": step, "outcome": decision.status, "chosen": decision.chosen}
     chosen = ", ".join(f"{k}={v}" for k, v in (decision.chosen or {}).get("fix", {}).items()) or "nothing"
-    text = (f"step {waiting['step']}: {decision.status} (fix {chosen}); "
-            "run the same `tunelab tune` command again to go on")
+    text = f"step {step}: {decision.status} (fix {chosen}); run the same `tunelab tune` command again to go on"
     emit(data, args.json, text)
     return 0

@@ -88,12 +88,12 @@ def load_source(args: argparse.Namespace) -> Space | pd.DataFrame:
         return load_spec(args.spec).space
     if args.study:
         from app.cli._common import open_store
-        from engine.analysis.study_data import candidate_set
+        from workflows import StudySession
 
         with open_store(args) as store:
-            study = store.get_study(args.study)
-            table = store.study_table(args.study) if study.spec.runner.get("kind") == "table" else None
-        return candidate_set(study.spec, table) if table is not None or study.spec.space.enumerable else study.spec.space
+            session = StudySession(store, args.study)
+            enumerable = session.is_table or session.spec.space.enumerable
+            return session.candidates() if enumerable else session.spec.space
     try:
         frame = pd.read_csv(args.candidates)
     except (OSError, ValueError, pd.errors.ParserError) as exc:

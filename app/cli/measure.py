@@ -6,7 +6,7 @@ import argparse
 
 from app.cli._common import MAX_RUNS, add_json, bounded
 from app.cli._output import emit
-from app.cli.run import add_executor, make_executor
+from app.cli.run import add_executor, check_executor_args
 
 _TRUE, _FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off"}
 
@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--repeats", type=int, default=3, action=bounded(1, MAX_RUNS))
     p.add_argument("--warmup", type=int, default=1, action=bounded(0, MAX_RUNS))
     p.add_argument("--timeout", type=float, default=60.0, help="seconds for the kernel run")
-    add_executor(p, ("local", "dask", "timing", "inline"))
+    add_executor(p)
     add_json(p)
     p.set_defaults(func=_measure)
 
@@ -55,15 +55,14 @@ def parse_settings(kernel, items: list[str]) -> dict:
 def _measure(args) -> int:
     import statistics
 
-    from engine.execution import Campaign
     from engine.runners.ckernel import CKernelRunner, kernel_named
+    from workflows.kernels import measure_once
 
+    check_executor_args(args)
     kernel = kernel_named(args.kernel)
     config = parse_settings(kernel, args.set)
     runner = CKernelRunner(kernel.name, n=args.size, repeats=args.repeats, warmup=args.warmup, timeout=args.timeout)
-    results = []
-    with make_executor(args) as executor:
-        Campaign(runner, executor).run([config], lambda _config, result: results.append(result))
+    results = measure_once(runner, config, executor=args.executor, workers=args.workers, scheduler=args.scheduler)
     ok = [r for r in results if r.ok]
     meta = results[0].metadata if results else {}
     data = {"kernel": kernel.name, "n": runner.n, "config": config, "flags": meta.get("flags"),

@@ -11,13 +11,13 @@ import argparse
 from app.cli._common import MAX_RUNS, MAX_SEED, MAX_WORKERS, add_json, bounded, open_store
 from app.cli._output import emit
 
-EXECUTOR_CHOICES = ("local", "timing", "dask", "inline")
 
+def add_executor(parser: argparse.ArgumentParser, choices: tuple[str, ...] | None = None) -> None:
+    from engine.execution.registry import EXECUTORS
 
-def add_executor(parser: argparse.ArgumentParser, choices: tuple[str, ...] = EXECUTOR_CHOICES) -> None:
+    choices = choices or tuple(EXECUTORS)
     parser.add_argument("--executor", choices=choices, default="local",
-                        help="local: process pool; timing: one worker pinned to a core, serial; dask: a Dask cluster; "
-                             "inline: in this process")
+                        help="; ".join(f"{name}: {EXECUTORS[name]}" for name in choices))
     parser.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://HOST:8786 (default: a local cluster)")
     parser.add_argument("--workers", type=int, action=bounded(1, MAX_WORKERS), help="worker processes (local pool or local Dask cluster)")
 
@@ -26,13 +26,6 @@ def check_executor_args(args: argparse.Namespace) -> None:
     """Refuse contradictory executor flags before anything is opened or started."""
     if args.scheduler and args.executor != "dask":
         raise ValueError(f"--scheduler {args.scheduler}: only used with --executor dask")
-
-
-def make_executor(args: argparse.Namespace):
-    from engine.execution import executor_from_name
-
-    check_executor_args(args)
-    return executor_from_name(args.executor, workers=args.workers, scheduler=args.scheduler)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,45 +38,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
-def _pick_design(designs, requested: int | None, study: str) -> int:
-    if designs.empty:
-        raise ValueError(f"study '{study}': no design to run yet; create one first (tunelab design ...)")
-    if requested is not None:
-        if requested not in set(designs["id"].tolist()):
-            raise ValueError(f"--design {requested}: not a design of study '{study}' "
-                             f"(designs: {', '.join(map(str, designs['id'].tolist()))})")
-        return requested
-    pending = designs[designs["pending"] > 0]
-    return int((pending if len(pending) else designs)["id"].max())
-
-
 def _run(args) -> int:
-    from engine.execution import Campaign, store_recorder, stored_repeats
-    from engine.runners import runner_from_spec
     from engine.space.configs import config_key
+    from workflows import StudySession
 
     check_executor_args(args)
     with open_store(args) as store:
-        study = store.get_study(args.study)
-        spec, space = study.spec, study.spec.space
-        design_id = _pick_design(store.designs(args.study), args.design, args.study)
-        rows = store.design_rows(args.study, design_id)
-        table = store.study_table(args.study) if spec.runner.get("kind") == "table" else None
-        runner = runner_from_spec(spec.runner, space=space, table=table)
+        session = StudySession(store, args.study)
+        space = session.spec.space
 
         def echo(config, result) -> None:
             shown = "" if result.value is None else f" {result.value:.6g}"
             error = f" ({result.error.splitlines()[0][:160]})" if result.error else ""
             print(f"committed {config_key(space, config)} repeat {result.repeat}: {result.status}{shown}{error}", flush=True)
 
-        on_result = store_recorder(store, study, design_id=design_id, strategy="design", echo=None if args.json else echo)
-        with make_executor(args) as executor:
-            campaign = Campaign(runner, executor, repeats=args.repeats, space=space)
-            progress = campaign.run(rows, on_result, done=stored_repeats(space, store.measurements(args.study)))
-    summary = {"study": args.study, "design": design_id, "executor": args.executor, "runner": runner.describe(),
+        measured = session.measure(args.design, executor=args.executor, workers=args.workers, scheduler=args.scheduler,
+                                   repeats=args.repeats, echo=None if args.json else echo)
+    progress = measured.progress
+    summary = {"study": args.study, "design": measured.design_id, "executor": args.executor, "runner": measured.runner,
                **progress.to_dict()}
     emit(summary, args.json,
-         f"design {design_id} of '{args.study}': {progress.completed - progress.skipped} configurations measured "
-         f"({progress.results} results: {progress.ok} ok, {progress.not_ok} not ok), {progress.skipped} already stored; "
-         f"{progress.elapsed_s:.1f} s")
+         f"design {measured.design_id} of '{args.study}': {progress.completed - progress.skipped} configurations "
+         f"measured ({progress.results} results: {progress.ok} ok, {progress.not_ok} not ok), {progress.skipped} "
+         f"already stored; {progress.elapsed_s:.1f} s")
     return 0

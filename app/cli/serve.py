@@ -54,7 +54,7 @@ def streamlit_command(host: str, port: int) -> list[str]:
 def _serve(args) -> int:
     db = str(Path(args.db).expanduser().resolve())
     from storage import Store
-    from storage.demo import seed_demo_studies
+    from workflows.demo import seed_demo_studies
 
     fresh = not Path(db).exists()
     with Store(db) as store:  # fails early, in one line, if the file is locked, unwritable or not DuckDB

@@ -17,7 +17,8 @@ from app.cli._output import emit
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("tune", help="run a search strategy (DLMT, RS, BO, ...) on a study with its runner")
+    p = sub.add_parser("tune", help="run a search strategy (DLMT, RS, BO, ...) on a study with its runner",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog_from=_options_help)
     p.add_argument("--study", required=True, help="study name")
     p.add_argument("--strategy", default="DLMT", help="strategy name (default %(default)s)")
     p.add_argument("--budget", type=int, required=True, action=bounded(1, MAX_COUNT), help="most configurations to measure")
@@ -29,58 +30,35 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _options_help() -> str:
+    from engine.strategies import help_text
+    from engine.strategies.registry import STRATEGIES
+
+    return ("Strategy options (--options JSON), from each strategy's options table:\n\n"
+            + "\n\n".join(help_text(name) for name in STRATEGIES))
+
+
 def run(args: argparse.Namespace) -> int:
     from app.cli._options import check_strategy_options, parse_json
-    from engine.execution import Campaign, review
-    from engine.execution.tuning import candidates_for, stored_results, tune
-    from engine.runners import runner_from_spec
-    from engine.strategies import Domain, make_strategy, options_of
+    from workflows import StudySession
 
     options = check_strategy_options(args.strategy, parse_json(args.options))
-    if "auto" in options_of(args.strategy):
-        options["auto"] = bool(args.auto)
-    run_id = review.run_key(args.strategy, args.seed, args.budget, options)
     with open_store(args) as store:
-        study = store.get_study(args.study)
-        spec = study.spec
-        table = store.study_table(args.study) if spec.runner.get("kind") == "table" else None
-        runner = runner_from_spec(spec.runner, space=spec.space, table=table)
-        domain = Domain(spec.space, candidates_for(spec, table))
-        if "response" in options_of(args.strategy):
-            options.setdefault("response", spec.objective)
-        strategy = make_strategy(args.strategy, domain, args.budget, args.seed, spec.direction, options)
-
-        def record(config, result, name, step):
-            store.record_measurement(study, config, result.value, result.status, error=result.error,
-                                     repeat=result.repeat, host=result.host, started_at=result.started_at,
-                                     finished_at=result.finished_at, strategy=name, step=step,
-                                     metadata=result.metadata)
-
-        def log(decision, step):
-            if decision.by == "auto" and review.taken(store.decisions(study.name), run_id, step)[0] is None:
-                store.log_decision(study, **review.log_entry(run_id, decision, step))
-
-        def ask_person(proposal, step):
-            answer, logged = review.taken(store.decisions(study.name), run_id, step)
-            if answer is None and not logged:
-                store.log_decision(study, **review.log_entry(run_id, proposal, step))
-            return answer
-
-        stored = stored_results(store.measurements(args.study), spec.space.names)
-        result = tune(strategy, Campaign(runner, space=spec.space), record, log, stored=stored, review=ask_person)
-    data = {"study": args.study, "strategy": strategy.name, "objective": spec.objective, **result.to_dict()}
-    waiting = strategy.pending_decision
+        session = StudySession(store, args.study)
+        tuned = session.tune(args.strategy, args.budget, seed=args.seed, options=options, auto=args.auto)
+    result, waiting, objective = tuned.result, tuned.waiting, session.spec.objective
+    data = {"study": args.study, "strategy": tuned.strategy, "objective": objective, **result.to_dict()}
     if waiting is not None:
-        data["pending"] = {"step": strategy.step, "proposed": waiting.proposed, "explanation": list(waiting.explanation)}
+        data["pending"] = {"step": tuned.step, "proposed": waiting.proposed, "explanation": list(waiting.explanation)}
     if result.best is None:
-        text = f"{strategy.name} on '{args.study}': no successful measurement in {result.used} of {args.budget}"
+        text = f"{tuned.strategy} on '{args.study}': no successful measurement in {result.used} of {args.budget}"
     else:
         config = ", ".join(f"{k}={v}" for k, v in result.best["config"].items())
-        text = (f"best {spec.objective} = {result.best['value']:.6g} at {config}\n"
+        text = (f"best {objective} = {result.best['value']:.6g} at {config}\n"
                 f"budget used {result.used} of {args.budget} ({result.measurements} measurements stored, "
                 f"{result.decisions} decisions logged)")
     if waiting is not None:
-        text += (f"\nstep {strategy.step} waits for your decision:\n" + "\n".join(f"  - {line}" for line in waiting.explanation)
+        text += (f"\nstep {tuned.step} waits for your decision:\n" + "\n".join(f"  - {line}" for line in waiting.explanation)
                  + f"\naccept, edit or reject it on the Analyze page or with `tunelab decide --study \"{args.study}\" "
                  "accept|edit|reject`, then run this command again to go on")
     emit(data, args.json, text)

@@ -9,9 +9,11 @@ Names are imported on first use (PEP 562): statsmodels and scipy.stats take seco
 
 from __future__ import annotations
 
-import importlib
-
-from engine.analysis.options import ANOVA_TYPES, NCV_ALPHA, REPEATS, TRANSFORMS
+from engine.analysis.options import ANOVA_TYPES as ANOVA_TYPES
+from engine.analysis.options import NCV_ALPHA as NCV_ALPHA
+from engine.analysis.options import REPEATS as REPEATS
+from engine.analysis.options import TRANSFORMS as TRANSFORMS
+from engine.lazy import lazy_exports
 
 _EXPORTS = {
     "anova_tables": ("anova", "significant_terms", "sum_coded_matrix"),
@@ -26,19 +28,5 @@ _EXPORTS = {
     "transform": ("PowerTransformResult", "Transform", "TransformError", "power_transform", "round_lambda"),
     "variance": ("VarianceTest", "breusch_pagan", "ncv_test"),
 }
-_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
-
-__all__ = ["ANOVA_TYPES", "NCV_ALPHA", "REPEATS", "TRANSFORMS", *sorted(_MODULE_OF)]
-
-
-def __getattr__(name: str):
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'engine.analysis' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"engine.analysis.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(),
+                                             eager=("ANOVA_TYPES", "NCV_ALPHA", "REPEATS", "TRANSFORMS"))

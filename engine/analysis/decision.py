@@ -23,7 +23,8 @@ from engine.analysis.fit import LinearModel, fit_summary
 from engine.analysis.prediction import Validity, predict, predicted_minimum
 from engine.io.jsonable import jsonable
 
-STATUSES = ("proposed", "accepted", "edited", "rejected")
+#: How a decision stands: proposed, then settled by a person (or ``by="auto"``).
+OUTCOMES = ("proposed", "accepted", "edited", "rejected")
 
 
 def _now() -> str:
@@ -102,8 +103,8 @@ class Decision:
 
     @classmethod
     def from_record(cls, record: Mapping) -> Decision:
-        if record.get("status") not in STATUSES:
-            raise AnalysisError(f"decision record: status {record.get('status')!r} is not one of {', '.join(STATUSES)}")
+        if record.get("status") not in OUTCOMES:
+            raise AnalysisError(f"decision record: status {record.get('status')!r} is not one of {', '.join(OUTCOMES)}")
         values = dict(record)
         values["explanation"] = tuple(values.get("explanation", ()))
         return cls(**values)

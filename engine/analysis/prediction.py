@@ -19,6 +19,7 @@ from scipy import linalg, stats
 
 from engine.analysis.data import AnalysisError
 from engine.analysis.fit import LinearModel
+from engine.io.jsonable import plain
 from engine.model.formula import model_matrix
 
 Validity = np.ndarray | Callable[[pd.DataFrame], np.ndarray] | None
@@ -109,8 +110,8 @@ def argmin(prediction: pd.DataFrame, candidates: pd.DataFrame, valid: Validity =
     tol = TIE_TOL * max(float(finite.max() - finite.min()), abs(fit[best]) * np.finfo(float).eps)
     ties = tuple(int(i) for i in np.flatnonzero(fit <= fit[best] + tol))
     best = ties[0]  # the first of the tied rows, whichever the BLAS's last bits made smallest
-    point = {k: _plain(v) for k, v in candidates.iloc[best].items()}
-    return Argmin(best, _plain(candidates.index[best]), float(fit[best]), float(prediction["predicted"].iloc[best]), ties, point)
+    point = {k: plain(v) for k, v in candidates.iloc[best].items()}
+    return Argmin(best, plain(candidates.index[best]), float(fit[best]), float(prediction["predicted"].iloc[best]), ties, point)
 
 
 def predicted_minimum(model: LinearModel, candidates: pd.DataFrame, valid: Validity = None) -> Argmin:
@@ -168,7 +169,7 @@ def refine_neighbourhood(
         i = int(np.argmin(fits))
         if not fits[i] < best_fit:
             break
-        best_fit, current, steps = float(fits[i]), {k: _plain(v) for k, v in rows.iloc[i].items()}, steps + 1
+        best_fit, current, steps = float(fits[i]), {k: plain(v) for k, v in rows.iloc[i].items()}, steps + 1
     predicted = float(model.transform_.inverse(np.array([best_fit]))[0])
     return Refinement(current, best_fit, predicted, steps, evaluated)
 
@@ -189,7 +190,3 @@ def _neighbours(current: dict, movable: list[str], options: list[list]) -> pd.Da
     rows = [{**current, **c} for c in combos]
     rows = [r for r in rows if any(r[f] != current[f] for f in movable)]
     return pd.DataFrame(rows, columns=list(current))
-
-
-def _plain(value):
-    return value.item() if isinstance(value, np.generic) else value

@@ -92,10 +92,3 @@ def load_table(path: str | Path, objective: str | None = None) -> BenchTable:
         imported = import_table(path, objective=objective)
     return BenchTable(imported.spec, imported.table, path.name)
 
-
-def study_table(store, name: str) -> BenchTable:
-    """The table of a stored table study."""
-    study = store.get_study(name)
-    if study.spec.runner.get("kind") != "table":
-        raise UserError(f"study '{name}' is not a table study (runner {study.spec.runner.get('kind')!r})")
-    return BenchTable(study.spec, store.study_table(name), name)

@@ -20,10 +20,11 @@ from engine.errors import UserError
 from engine.space.factors import Space
 
 
-def lhs_unit(runs: int, k: int, seed: int | None = None, tries: int = 20) -> np.ndarray:
+def lhs_unit(runs: int, k: int, seed: int | np.random.Generator | None = None, tries: int = 20) -> np.ndarray:
     """A runs × k Latin hypercube in [0, 1): each column has exactly one point in each of the
     ``runs`` equal strata. Of ``tries`` random hypercubes, the one with the largest smallest
-    pairwise distance (maximin) is kept."""
+    pairwise distance (maximin) is kept. ``seed`` may be a Generator (the LHS strategy passes its
+    own, so its draws continue that stream); this is the one maximin LHS of the engine."""
     rng = np.random.default_rng(seed)
     best, best_dist = None, -1.0
     for _ in range(max(1, tries)):

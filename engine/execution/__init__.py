@@ -1,23 +1,19 @@
-"""Running measurement campaigns: executors (inline, local pool, pinned timing worker, Dask) and the
-:class:`Campaign` that streams results to a callback. Dask is imported only when asked for."""
+"""Running measurement campaigns: executors (inline, local pool, pinned timing worker, Dask), the
+:class:`Campaign` that streams results to a callback, the tuning loop and the protocol of a run
+that pauses for a person (:mod:`engine.execution.review`).
 
-from engine.execution.campaign import Campaign, Progress, as_configs, stored_repeats
-from engine.execution.executors import Executor, InlineExecutor, LocalExecutor, TimingExecutor
-from engine.execution.record import store_recorder
-from engine.execution.registry import EXECUTORS, executor_from_name
-from engine.execution.worker import Task
+Names are imported on first use (PEP 562): ``tunelab --help`` reads the executor table
+(:mod:`engine.execution.registry`) without paying for pandas; Dask is imported only when asked for.
+"""
 
-__all__ = [
-    "EXECUTORS",
-    "Campaign",
-    "Executor",
-    "InlineExecutor",
-    "LocalExecutor",
-    "Progress",
-    "Task",
-    "TimingExecutor",
-    "as_configs",
-    "executor_from_name",
-    "store_recorder",
-    "stored_repeats",
-]
+from __future__ import annotations
+
+from engine.lazy import lazy_exports
+
+_EXPORTS = {
+    "campaign": ("Campaign", "Progress", "as_configs", "stored_repeats"),
+    "executors": ("Executor", "InlineExecutor", "LocalExecutor", "TimingExecutor"),
+    "registry": ("EXECUTORS", "executor_from_name"),
+    "worker": ("Task",),
+}
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

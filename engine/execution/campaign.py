@@ -21,11 +21,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from engine.execution.executors import Executor, InlineExecutor
 from engine.execution.worker import Task
+from engine.io.jsonable import plain
 from engine.runners.base import MeasureResult, Runner
 from engine.space.configs import config_keys
 from engine.space.factors import Space
@@ -63,10 +63,6 @@ class Progress:
                 "ok": self.ok, "not_ok": self.not_ok, "elapsed_s": round(self.elapsed_s, 3), "cancelled": self.cancelled}
 
 
-def _plain(value: Any) -> Any:
-    return value.item() if isinstance(value, np.generic) else value
-
-
 def as_configs(configs: pd.DataFrame | Iterable[Mapping[str, Any]], names: list[str] | None = None) -> list[dict]:
     """Configurations as plain dicts (numpy scalars made Python), restricted to ``names`` if given."""
     if isinstance(configs, pd.DataFrame):
@@ -75,7 +71,7 @@ def as_configs(configs: pd.DataFrame | Iterable[Mapping[str, Any]], names: list[
         rows = [dict(c) for c in configs]
     if names is not None:
         rows = [{n: row[n] for n in names} for row in rows]
-    return [{k: _plain(v) for k, v in row.items()} for row in rows]
+    return [{k: plain(v) for k, v in row.items()} for row in rows]
 
 
 def stored_repeats(space: Space, measurements: pd.DataFrame) -> dict[str, int]:

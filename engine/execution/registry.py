@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from engine.errors import UserError, brief
-from engine.execution.executors import Executor, InlineExecutor, LocalExecutor, TimingExecutor
+
+if TYPE_CHECKING:
+    from engine.execution.executors import Executor
 
 #: name -> what it is, as a person choosing one reads it.
 EXECUTORS = {
     "local": "Process pool (parallel, this machine)",
     "timing": "Timing mode (one pinned worker, serial: for timing-sensitive kernels)",
     "dask": "Dask cluster (a local one, or --scheduler tcp://HOST:8786)",
-    "inline": "In this process (simplest)",
+    "inline": "In the calling process: the dashboard's or the command's (simplest)",
 }
 
 
 def executor_from_name(name: str, *, workers: int | None = None, scheduler: str | None = None) -> Executor:
-    """The executor a CLI flag or a page's choice names. Dask is imported only when asked for."""
+    """The executor a CLI flag or a page's choice names. Imported only when asked for: the table
+    above is what ``tunelab --help`` reads, and it must stay cheap."""
+    from engine.execution.executors import InlineExecutor, LocalExecutor, TimingExecutor
+
     if scheduler and name != "dask":
         raise UserError(f"scheduler {brief(scheduler)}: only used with the dask executor")
     if name == "inline":

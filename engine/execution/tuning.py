@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from engine.io.jsonable import plain
 from engine.strategies.base import Strategy
 
 
@@ -72,7 +73,7 @@ def tune(
                 break
             strategy.resolve(answer)
             continue
-        keys = [tuple(_plain(v) for v in row) for row in configs.itertuples(index=False)]
+        keys = [tuple(plain(v) for v in row) for row in configs.itertuples(index=False)]
         results: dict[tuple, list] = {key: list(stored[key]) for key in keys if key in stored}
         fresh = configs[[key not in results for key in keys]]
         if not fresh.empty:
@@ -109,10 +110,6 @@ def _collector(results: dict, names: list[str], strategy: Strategy, record) -> C
     return on_result
 
 
-def _plain(value):
-    return value.item() if isinstance(value, np.generic) else value
-
-
 @dataclass(frozen=True)
 class StoredResult:
     """One stored repeat, as a tuning run reads it back."""
@@ -128,7 +125,7 @@ def stored_results(measurements: pd.DataFrame, names: list[str]) -> dict[tuple, 
         return out
     for row in measurements[[*names, "value", "status"]].itertuples(index=False):
         value = None if pd.isna(row[-2]) else float(row[-2])
-        out.setdefault(tuple(_plain(v) for v in row[:-2]), []).append(StoredResult(value, str(row[-1])))
+        out.setdefault(tuple(plain(v) for v in row[:-2]), []).append(StoredResult(value, str(row[-1])))
     return out
 
 

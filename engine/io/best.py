@@ -31,15 +31,12 @@ import pandas as pd
 
 from engine.errors import UserError, brief
 from engine.io.export import csv_quoting, safe_filename
+from engine.io.jsonable import plain
 from engine.study import StudySpec
 
 FORMAT = "tunelab-best"
 VERSION = 1
 SOURCES = ("measured", "predicted")
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if isinstance(value, np.generic) else value
 
 
 @dataclass(frozen=True)
@@ -63,7 +60,7 @@ class BestConfig:
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
             raise UserError(f"best configuration: source {brief(self.source)} must be one of {', '.join(SOURCES)}")
-        object.__setattr__(self, "config", {str(k): _plain(v) for k, v in self.config.items()})
+        object.__setattr__(self, "config", {str(k): plain(v) for k, v in self.config.items()})
 
     def to_dict(self) -> dict:
         return {

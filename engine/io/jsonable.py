@@ -1,7 +1,9 @@
 """Plain JSON values from engine results (numpy scalars, NaN, tables and timestamps included).
 
 Decisions are logged, CLI results printed and stores written as JSON; all need the same conversion,
-and NaN must become ``null`` (JSON has no NaN) rather than an invalid token.
+and NaN must become ``null`` (JSON has no NaN) rather than an invalid token. :func:`plain` is the one
+numpy-scalar conversion the engine uses wherever a value leaves numpy (configuration keys, dicts,
+messages); :func:`jsonable` builds on it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+
+def plain(value: Any) -> Any:
+    """A numpy scalar as the Python scalar it holds (``np.int64(4)`` -> ``4``); anything else unchanged."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def jsonable(value: Any) -> Any:
@@ -28,8 +35,7 @@ def jsonable(value: Any) -> Any:
         return value.isoformat()
     if value is pd.NaT or value is pd.NA:
         return None
-    if isinstance(value, np.generic):
-        value = value.item()
+    value = plain(value)
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value

@@ -35,13 +35,13 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError, brief
+from engine.io.jsonable import plain as native
+from engine.runners.status import STATUSES
 from engine.space.factors import Factor, Space, first_duplicate
 from engine.study import StudySpec
 
 #: Columns every imported table has after its factor columns.
 TABLE_COLUMNS = ("value", "status", "error")
-#: Row statuses a table may hold (those of the measurement store).
-STATUSES = ("ok", "invalid", "failed", "timeout")
 _MISSING_WORDS = {"", "na", "nan", "n/a", "null", "none"}
 _BOOL_WORDS = {"true": True, "false": False}
 #: Most bytes an import may hold, read or inflated from gzip: 4x the largest Kernel Tuner cache we know
@@ -220,11 +220,6 @@ def summarise(table: pd.DataFrame, factors: list[str], direction: str) -> dict:
         report["optimum"] = float(values[best])
         report["optimum_config"] = {name: native(table.at[best, name]) for name in factors}
     return report
-
-
-def native(value: Any) -> Any:
-    """A numpy scalar as the plain Python value (for reports, messages and JSON)."""
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def _read_csv(source: Source, label: str) -> pd.DataFrame:

@@ -8,15 +8,17 @@ interactions…) are kept verbatim in ``extra``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from engine.errors import UserError
 from engine.model.formula import FormulaError, parse
+from engine.model.terms import term_name, term_parts
 from engine.space.factors import Space
 
 KINDS = ("linear", "quadratic", "cubic", "inverse")
-_POWER = re.compile(r"^I\((\w+) \*\* ([23])\)$")
-_INVERSE = re.compile(r"^I\(1 / (\w+)\)$")
+#: Power of each single-factor kind, in the grammar of :mod:`engine.model.terms`.
+_POWERS = dict(zip(KINDS, (1, 2, 3, -1), strict=True))
+_KIND_OF = {power: kind for kind, power in _POWERS.items()}
 
 
 @dataclass
@@ -32,14 +34,8 @@ class TermChoice:
 
     def terms(self) -> list[str]:
         """Terms in R spelling, grouped linear, quadratic, cubic, inverse, interactions, extra."""
-        return (
-            list(self.linear)
-            + [f"I({f}^2)" for f in self.quadratic]
-            + [f"I({f}^3)" for f in self.cubic]
-            + [f"I(1/{f})" for f in self.inverse]
-            + [f"{a}:{b}" for a, b in self.interactions]
-            + list(self.extra)
-        )
+        single = [term_name(f, _POWERS[kind]) for kind in KINDS for f in getattr(self, kind)]
+        return single + [f"{a}:{b}" for a, b in self.interactions] + list(self.extra)
 
     @property
     def n_terms(self) -> int:
@@ -62,15 +58,15 @@ def from_formula(formula: str, space: Space) -> TermChoice:
     parsed = parse("~ " + formula.split("~", 1)[-1], space.names)
     choice = TermChoice()
     for term in parsed.terms:
-        if term in space.names:
-            choice.linear.append(term)
-        elif match := _POWER.match(term):
-            (choice.quadratic if match.group(2) == "2" else choice.cubic).append(match.group(1))
-        elif match := _INVERSE.match(term):
-            choice.inverse.append(match.group(1))
-        elif term.count(":") == 1 and all(part in space.names for part in term.split(":")):
-            a, b = term.split(":")
-            choice.interactions.append((a, b))
+        try:
+            parts = term_parts(term, space.names)
+        except UserError:  # outside the builder's grammar: an extra term
+            parts = ()
+        if len(parts) == 1:
+            factor, power = parts[0]
+            getattr(choice, _KIND_OF[power]).append(factor)
+        elif len(parts) == 2 and all(power == 1 for _, power in parts):
+            choice.interactions.append((parts[0][0], parts[1][0]))
         else:
             choice.extra.append(term)
     return choice

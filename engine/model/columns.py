@@ -11,18 +11,20 @@ values, as Orio's DLMT does (its inverse terms become ``1/(1e-6 + index)``, docs
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from engine.errors import UserError
-from engine.strategies.domain import Domain
+from engine.model.terms import Part, term_parts
+from engine.model.terms import term_name as term_name  # re-exported: the strategies import it here
+
+if TYPE_CHECKING:  # only annotations: engine.strategies imports this module
+    from engine.strategies.domain import Domain
 
 CODINGS = ("raw", "index")
-_POWER = re.compile(r"^I\(\s*(\w+)\s*(?:\^|\*\*)\s*([23])\s*\)$")
-_INVERSE = re.compile(r"^I\(\s*1\s*/\s*(\w+)\s*\)$")
 _INDEX_EPS = 1e-6
 
 
@@ -31,7 +33,7 @@ class TermSpec:
     """A term as (factor, power) parts; power 1, 2, 3 or -1 (inverse); several parts = interaction."""
 
     name: str
-    parts: tuple[tuple[str, int], ...]
+    parts: tuple[Part, ...]
 
     @property
     def factors(self) -> frozenset[str]:
@@ -39,26 +41,8 @@ class TermSpec:
 
 
 def parse_term(term: str, names: Sequence[str]) -> TermSpec:
-    """``"I(lws_y^2)"`` -> TermSpec; only the term builder's kinds are accepted."""
-    parts = []
-    for piece in term.split(":"):
-        piece = piece.strip()
-        if piece in names:
-            parts.append((piece, 1))
-        elif match := _POWER.match(piece):
-            parts.append((match.group(1), int(match.group(2))))
-        elif match := _INVERSE.match(piece):
-            parts.append((match.group(1), -1))
-        else:
-            raise UserError(f"model term {term!r}: only x, I(x^2), I(x^3), I(1/x) and a:b are supported here")
-        if parts[-1][0] not in names:
-            raise UserError(f"model term {term!r}: unknown factor '{parts[-1][0]}'")
-    return TermSpec(term, tuple(parts))
-
-
-def term_name(factor: str, power: int) -> str:
-    """R spelling of a single-factor term (the spelling :class:`engine.model.choice.TermChoice` uses)."""
-    return {1: factor, 2: f"I({factor}^2)", 3: f"I({factor}^3)", -1: f"I(1/{factor})"}[power]
+    """``"I(lws_y^2)"`` -> TermSpec; only the term builder's kinds are accepted (:mod:`engine.model.terms`)."""
+    return TermSpec(term, term_parts(term, names))
 
 
 class TermColumns:

@@ -26,8 +26,8 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from engine.errors import UserError
+from engine.runners.status import STATUSES
 
-STATUSES = ("ok", "failed", "timeout", "invalid")
 #: Most characters of an error text a result keeps (its start and its end).
 ERROR_LIMIT = 8 * 1024
 #: Most characters of metadata (as JSON) a result keeps; entries beyond it are replaced by a note.
@@ -100,8 +100,11 @@ def bounded_text(text: str, limit: int = ERROR_LIMIT) -> str:
     return f"{text[:half]}\n[... {len(text) - 2 * half:,} characters not kept ...]\n{text[-half:]}"
 
 
-def plain(value: Any) -> Any:
-    """``json.dumps`` fallback: numpy scalars and arrays as Python values, anything else as text."""
+def json_default(value: Any) -> Any:
+    """``json.dumps`` fallback for runner metadata: numpy scalars and arrays (anything with ``item``
+    or ``tolist``) as Python values, anything else as text, so a callable's metadata never fails a
+    result. Duck-typed, not :func:`engine.io.jsonable.plain`: importing ``engine.io`` would load
+    pandas into every runner process and the Python runner's sandbox."""
     for method in ("item", "tolist"):
         if callable(getattr(value, method, None)):
             try:
@@ -111,11 +114,15 @@ def plain(value: Any) -> Any:
     return str(value)
 
 
+#: The older name, still imported by :mod:`engine.runners.python_runner`.
+plain = json_default
+
+
 def _json_size(value: Any) -> int:
     if isinstance(value, (str, bytes)):
         return len(value)
     try:
-        return len(json.dumps(value, default=plain))
+        return len(json.dumps(value, default=json_default))
     except (TypeError, ValueError):  # keys JSON cannot take, a circular structure
         return len(str(value))
 

@@ -11,16 +11,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
+from engine.io.jsonable import plain
 from engine.space.factors import Space
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 def config_keys(space: Space, frame: pd.DataFrame) -> list[str]:
@@ -28,7 +22,7 @@ def config_keys(space: Space, frame: pd.DataFrame) -> list[str]:
     index = space.to_level_index(frame)
     levels = [f.levels for f in space.factors]
     return [
-        json.dumps([_plain(levels[j][i]) for j, i in enumerate(row)], separators=(",", ":"))
+        json.dumps([plain(levels[j][i]) for j, i in enumerate(row)], separators=(",", ":"))
         for row in index.tolist()
     ]
 

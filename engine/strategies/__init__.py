@@ -13,14 +13,19 @@ from engine.strategies.base import (
     drive,
 )
 from engine.strategies.domain import Domain
+from engine.strategies.options import Option
 from engine.strategies.registry import (
     STRATEGIES,
     available,
     describe,
+    form_fields,
+    from_form,
+    help_text,
     make_strategy,
     options_of,
     parse_names,
     strategy_class,
+    validate,
 )
 
 __all__ = [
@@ -29,13 +34,18 @@ __all__ = [
     "STRATEGIES",
     "AwaitDecision",
     "Domain",
+    "Option",
     "Results",
     "Strategy",
     "available",
     "describe",
     "drive",
+    "form_fields",
+    "from_form",
+    "help_text",
     "make_strategy",
     "options_of",
     "parse_names",
     "strategy_class",
+    "validate",
 ]

@@ -29,10 +29,11 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError
+from engine.runners.status import STATUSES
 from engine.space.factors import Space
 from engine.strategies.domain import Domain
+from engine.strategies.options import Option, resolve
 
-STATUSES = ("ok", "failed", "timeout", "invalid")
 #: Status of batch rows that were never measured because the budget ran out.
 SKIPPED = "skipped"
 #: Consecutive batches answered entirely from the ledger after which a search is over (it only
@@ -62,19 +63,23 @@ class AwaitDecision:
 
 
 class Strategy:
-    """Base of every search strategy; subclasses implement :meth:`_search` and document options."""
+    """Base of every search strategy; subclasses implement :meth:`_search` and declare ``OPTIONS``,
+    whose values (checked, defaults filled) the constructor puts in :attr:`options`."""
 
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
     free_statuses: ClassVar[frozenset[str]] = frozenset({"invalid"})
+    OPTIONS: ClassVar[tuple[Option, ...]] = ()
 
-    def __init__(self, domain: Domain | Space, budget: int, seed: int | None = None, direction: str = "minimize") -> None:
+    def __init__(self, domain: Domain | Space, budget: int, seed: int | None = None, direction: str = "minimize",
+                 **options: Any) -> None:
         if isinstance(domain, Space):
             domain = Domain(domain)
         if not isinstance(budget, (int, np.integer)) or isinstance(budget, bool) or budget < 1:
             raise UserError(f"budget {budget!r} must be a positive integer")
         if direction not in ("minimize", "maximize"):
             raise UserError(f"direction {direction!r} must be 'minimize' or 'maximize'")
+        self.options = resolve(self.name, self.OPTIONS, options)
         self.domain = domain
         self.budget = int(budget)
         self.seed = seed

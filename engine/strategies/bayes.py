@@ -15,6 +15,7 @@ numpy/scipy only (no scikit-learn), small enough for budgets of a few hundred.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from scipy import linalg, optimize, special
@@ -23,6 +24,7 @@ from engine.errors import UserError
 from engine.space.factors import Space
 from engine.strategies.base import Strategy
 from engine.strategies.domain import Domain
+from engine.strategies.options import Option
 
 _SQRT5 = math.sqrt(5.0)
 
@@ -101,15 +103,24 @@ def expected_improvement(mu: np.ndarray, sd: np.ndarray, best: float, xi: float)
 class BayesianOptimization(Strategy):
     name = "BO"
     summary = "Gaussian process + expected improvement over the candidate set"
+    OPTIONS = (
+        Option("init", None, "random configurations before the first fit, at most the budget (null: max(5, 2 × factors))",
+               "int", low=2, optional=True),
+        Option("xi", 0.01, "exploration margin of the expected improvement", "float"),
+        Option("log", True, "fit the log of the objective when every value is positive", "bool"),
+        Option("refit", 5, "steps between fits of the GP's hyperparameters", "int", low=1),
+        Option("pool", 5000, "candidates drawn when the space has no candidate list", "int", low=1),
+    )
 
     def __init__(self, domain: Domain | Space, budget: int, seed: int | None = None, direction: str = "minimize",
-                 *, init: int | None = None, xi: float = 0.01, log: bool = True, refit: int = 5, pool: int = 5000) -> None:
-        super().__init__(domain, budget, seed, direction)
+                 **options: Any) -> None:
+        super().__init__(domain, budget, seed, direction, **options)
+        o = self.options
         dims = len(self.domain.names)
-        self.init = min(init if init is not None else max(5, 2 * dims), self.budget)
+        self.init = min(o["init"] if o["init"] is not None else max(5, 2 * dims), self.budget)
         if self.init < 2:
-            raise UserError(f"BO init {self.init!r} must be >= 2")
-        self.xi, self.log, self.refit, self.pool_size = float(xi), bool(log), max(1, int(refit)), int(pool)
+            raise UserError(f"BO init {self.init!r} must be >= 2 (budget {self.budget})")
+        self.xi, self.log, self.refit, self.pool_size = float(o["xi"]), bool(o["log"]), int(o["refit"]), int(o["pool"])
 
     def _search(self):
         cand = self.domain.pool(self.pool_size, self.rng)

@@ -54,22 +54,27 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from engine.analysis.options import TRANSFORMS
 from engine.errors import UserError
+from engine.io.jsonable import plain
 from engine.model.choice import default_choice
-from engine.model.columns import TermColumns, TermSpec, parse_term, term_name
+from engine.model.columns import CODINGS, TermColumns, TermSpec, parse_term, term_name
 from engine.space.factors import Space
 from engine.strategies import fastlm
 from engine.strategies.base import AwaitDecision, Strategy
 from engine.strategies.design import doptimal_rows, estimable_terms
 from engine.strategies.domain import Domain
 from engine.strategies.greedy import neighbours
+from engine.strategies.options import Option, shown, texts
 
 SIZE_RULES = ("2k", "orio")
 ANALYSES = ("fast", "full")
 FIX_RULES = ("top", "all")
+ANOVA_TYPES = (1, 2)
 
 
 ORDERS = ("levels", "space")
@@ -132,76 +137,73 @@ def design_size(rule: str | float, n_coefficients: int, n_terms: int, extra: int
     return max(n + extra, n_coefficients + 1)
 
 
+def _identifier(value: str) -> str | None:
+    return None if value.isidentifier() else "must be an identifier"
+
+
+#: Options DLMT shares with DOPT (which has its own transform default).
+FORMULA = Option("formula", None, "initial model, 'y ~ a + I(1/a) + ...' or a list of terms (null: built from "
+                 "the space)", "text", also="list", optional=True, rule=lambda v: None if isinstance(v, str) else texts(v))
+TRANSFORM = Option("transform", "boxcox-round", "response transform: a rule or a fixed Box–Cox λ", "choice",
+                   choices=TRANSFORMS, also="float")
+REPEATS = Option("repeats", 3, "random starts of the design exchange", "int", low=1)
+
+
 class DLMT(Strategy):
-    """Options (see the module docstring): ``formula``, ``quadratic_levels``, ``cubic_levels``,
-    ``inverse``, ``size``, ``extra``, ``pool``, ``repeats`` (exchange random starts), ``reuse``,
-    ``threshold``, ``transform``, ``fix``, ``steps``, ``measure_prediction``, ``refine``, ``coding``
-    ("raw" values or level "index", as Orio), ``auto``, ``analysis``, ``response`` (name in formulas)."""
+    """Options: :attr:`OPTIONS` (their meaning in the module docstring)."""
 
     name = "DLMT"
     summary = "D-optimal designs + ANOVA + linear models, fixing significant factors step by step"
+    OPTIONS = (
+        FORMULA,
+        Option("quadratic_levels", 7, "fewest levels for a quadratic term in the initial model (0: none)", "int", low=0),
+        Option("cubic_levels", 0, "fewest levels for a cubic term in the initial model (0: none)", "int", low=0),
+        Option("inverse", True, "1/x terms for factors whose levels span powers of two", "bool"),
+        Option("order", "levels", "factor order of the initial model: fewer levels first, or the space's", "choice",
+               choices=ORDERS),
+        Option("size", "2k", "design runs: 2 × coefficients, Orio's rule, or this multiple of the coefficients",
+               "choice", choices=SIZE_RULES, also="float", low=0, exclusive=True),
+        Option("extra", 0, "runs added to every design", "int"),
+        Option("pool", 1000, "design candidates per design run, drawn from the subspace", "int", low=1),
+        REPEATS,
+        Option("reuse", True, "force the subspace's earlier measurements into each design", "bool"),
+        Option("threshold", 0.05, "p-value below which a term is significant", "float", low=0, high=1,
+               exclusive=True),
+        TRANSFORM,
+        Option("fix", "top", "factors fixed per step: the most significant term's, or every significant term's",
+               "choice", choices=FIX_RULES),
+        Option("steps", 12, "most design–fit–fix steps", "int", low=1),
+        Option("measure_prediction", True, "measure each step's predicted best (Orio)", "bool"),
+        Option("refine", 3, "most measurements of a greedy descent from the best at the end (0: off)", "int", low=0),
+        Option("anova_type", 1, "ANOVA: 1 sequential (R's aov) or 2 (car's Type II)", "choice", choices=ANOVA_TYPES),
+        Option("coding", "raw", "model columns from raw values or level indices (Orio)", "choice", choices=CODINGS),
+        Option("auto", True, "accept every decision; false: wait for a person at each one", "bool"),
+        Option("analysis", "fast", "statistics from bare arrays (benchmarks) or engine.analysis (reviewed runs)",
+               "choice", choices=ANALYSES),
+        Option("response", "y", "name of the objective in formulas (not a factor's name)", "text", rule=_identifier),
+    )
 
-    def __init__(
-        self,
-        domain: Domain | Space,
-        budget: int,
-        seed: int | None = None,
-        direction: str = "minimize",
-        *,
-        formula: str | Sequence[str] | None = None,
-        quadratic_levels: int = 7,
-        cubic_levels: int = 0,
-        inverse: bool = True,
-        order: str = "levels",
-        size: str | float = "2k",
-        extra: int = 0,
-        pool: int = 1000,
-        repeats: int = 3,
-        reuse: bool = True,
-        threshold: float = 0.05,
-        transform: str | float = "boxcox-round",
-        fix: str = "top",
-        steps: int = 12,
-        measure_prediction: bool = True,
-        refine: int = 3,
-        anova_type: int = 1,
-        coding: str = "raw",
-        auto: bool = True,
-        analysis: str = "fast",
-        response: str = "y",
-    ) -> None:
-        super().__init__(domain, budget, seed, direction)
-        design_size(size, 1, 1)  # validates the rule
-        if not 0 < threshold < 1:
-            raise UserError(f"DLMT threshold {threshold!r} must be between 0 and 1")
-        if analysis not in ANALYSES:
-            raise UserError(f"DLMT analysis {analysis!r} must be one of {', '.join(ANALYSES)}")
-        if fix not in FIX_RULES:
-            raise UserError(f"DLMT fix {fix!r} must be one of {', '.join(FIX_RULES)}")
-        if not (isinstance(transform, (int, float)) or transform in fastlm.TRANSFORMS):
-            raise UserError(f"DLMT transform {transform!r} must be one of {', '.join(fastlm.TRANSFORMS)} or a number")
-        for value, what in ((steps, "steps"), (pool, "pool"), (repeats, "repeats")):
-            if not isinstance(value, int) or value < 1:
-                raise UserError(f"DLMT {what} {value!r} must be a positive integer")
-        if not response.isidentifier() or response in self.domain.names:
-            raise UserError(f"DLMT response {response!r} must be an identifier that is not a factor")
+    def __init__(self, domain: Domain | Space, budget: int, seed: int | None = None, direction: str = "minimize",
+                 **options: Any) -> None:
+        super().__init__(domain, budget, seed, direction, **options)
+        o = self.options
+        if o["response"] in self.domain.names:
+            raise UserError(f"DLMT option 'response' {shown(o['response'])}: must not be a factor's name")
         space = self.domain.space
-        if formula is None:
-            texts = initial_terms(space, quadratic_levels=quadratic_levels, cubic_levels=cubic_levels, inverse=inverse,
-                                  order=order)
+        if o["formula"] is None:
+            terms = initial_terms(space, quadratic_levels=o["quadratic_levels"], cubic_levels=o["cubic_levels"],
+                                  inverse=o["inverse"], order=o["order"])
         else:
-            texts = parse_formula_terms(formula)
-        self.terms: list[TermSpec] = [parse_term(t, space.names) for t in texts]
+            terms = parse_formula_terms(o["formula"])
+        self.terms: list[TermSpec] = [parse_term(t, space.names) for t in terms]
         if not self.terms:
             raise UserError("DLMT: the initial model has no terms")
-        self.size, self.extra, self.pool, self.repeats = size, int(extra), int(pool), int(repeats)
-        self.reuse, self.threshold, self.transform, self.fix = bool(reuse), float(threshold), transform, fix
-        self.steps, self.measure_prediction, self.refine = int(steps), bool(measure_prediction), int(refine)
-        self.auto, self.analysis, self.response = bool(auto), analysis, response
-        if anova_type not in (1, 2):
-            raise UserError(f"DLMT anova_type {anova_type!r} must be 1 (sequential, R's aov) or 2 (car's Type II)")
-        self.anova_type = int(anova_type)
-        self.columns = TermColumns.shared(self.domain, coding)
+        self.size, self.extra, self.pool, self.repeats = o["size"], int(o["extra"]), int(o["pool"]), int(o["repeats"])
+        self.reuse, self.threshold, self.transform, self.fix = bool(o["reuse"]), float(o["threshold"]), o["transform"], o["fix"]
+        self.steps, self.measure_prediction, self.refine = int(o["steps"]), bool(o["measure_prediction"]), int(o["refine"])
+        self.auto, self.analysis, self.response = bool(o["auto"]), o["analysis"], o["response"]
+        self.anova_type = int(o["anova_type"])
+        self.columns = TermColumns.shared(self.domain, o["coding"])
         self.fixed: dict[int, int] = {}
         self.decisions: list = []
         self.log: list[dict] = []
@@ -348,7 +350,7 @@ class DLMT(Strategy):
         space = self.domain.space
         chosen = self._to_fix(significant, fitted.p) if best is not None else []
         factors = sorted({f for t in chosen for f in self.terms[t].factors}, key=names.index)
-        fix = {f: _plain(space.factor(f).levels[int(best[names.index(f)])]) for f in factors}
+        fix = {f: plain(space.factor(f).levels[int(best[names.index(f)])]) for f in factors}
         kept = [t.name for t in self.terms if not t.factors & set(fix)]
         label = Transform(fitted.lam).label
         anova = [
@@ -406,7 +408,7 @@ class DLMT(Strategy):
         from engine.analysis import propose_decision
 
         point = self.domain.frame((best if best is not None else self.domain.decode(self.measured()[0][:1])[0])[None, :])
-        point = {k: _plain(v) for k, v in point.iloc[0].items()}
+        point = {k: plain(v) for k, v in point.iloc[0].items()}
         decision = propose_decision(model, self.threshold, best=point, anova_type=self.anova_type)
         keep = {f for t in self._to_fix(significant, p) for f in self.terms[t].factors} if best is not None else set()
         fix = {f: v for f, v in decision.proposed["fix"].items() if f in keep}
@@ -427,7 +429,7 @@ class DLMT(Strategy):
         fixed_names = {space.names[j] for j in self.fixed}
         texts = parse_formula_terms(str(chosen.get("formula") or "~ 1"))
         self.terms = [t for t in (parse_term(x, space.names) for x in texts) if not t.factors & fixed_names]
-        if chosen.get("transform") in fastlm.TRANSFORMS:
+        if chosen.get("transform") in TRANSFORMS:
             self.transform = chosen["transform"]
 
 
@@ -439,17 +441,13 @@ def _with_fix(decision, fix: Mapping, formula: str):
     return replace(decision, proposed={**decision.proposed, "fix": dict(fix), "formula": formula}, explanation=lines)
 
 
-def _plain(value):
-    return value.item() if isinstance(value, np.generic) else value
-
-
 def _jsonable(value):
     """Plain JSON values (numpy scalars unwrapped, non-finite floats as None) for decision evidence."""
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
-    value = _plain(value)
+    value = plain(value)
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value

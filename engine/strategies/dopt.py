@@ -7,13 +7,15 @@ argmin of its prediction over the candidates. The predicted best is measured (an
 paper looked it up for free) and is the answer (``answer="prediction"``, the paper), or the best
 measurement is (``answer="best"``).
 
-Options: ``runs`` (None = budget − 1; the paper used 120), ``formula``, ``transform``,
-``repeats`` (exchange random starts), ``pool`` (candidates drawn when the space has no list), ``answer``.
+Options (:attr:`DOptimal.OPTIONS`): ``runs`` (None = budget − 1; the paper used 120), ``formula``,
+``transform``, ``repeats`` (exchange random starts), ``answer``, ``pool`` (candidates drawn when the
+space has no list).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +25,9 @@ from engine.space.factors import Space
 from engine.strategies import fastlm
 from engine.strategies.base import Strategy
 from engine.strategies.design import doptimal_rows, estimable_terms
+from engine.strategies.dlmt import FORMULA, REPEATS, TRANSFORM, initial_terms, parse_formula_terms
 from engine.strategies.domain import Domain
+from engine.strategies.options import Option
 
 ANSWERS = ("prediction", "best")
 
@@ -31,23 +35,30 @@ ANSWERS = ("prediction", "best")
 class DOptimal(Strategy):
     name = "DOPT"
     summary = "one D-optimal design, one linear model, its predicted best"
+    OPTIONS = (
+        Option("runs", None, "runs of the design, at most the budget (null: budget − 1)", "int", low=2, optional=True),
+        replace(FORMULA, description="the model, 'y ~ a + I(1/a) + ...' or a list of terms (null: linear and "
+                "inverse terms of every factor)"),
+        replace(TRANSFORM, default="none"),
+        REPEATS,
+        Option("answer", "prediction", "the answer: the model's predicted best (the paper) or the best measured",
+               "choice", choices=ANSWERS),
+        Option("pool", 3000, "candidates drawn when the space has no candidate list", "int", low=1),
+    )
 
     def __init__(self, domain: Domain | Space, budget: int, seed: int | None = None, direction: str = "minimize",
-                 *, runs: int | None = None, formula: str | Sequence[str] | None = None, transform: str | float = "none",
-                 repeats: int = 3, answer: str = "prediction", pool: int = 3000) -> None:
-        from engine.strategies.dlmt import initial_terms, parse_formula_terms
-
-        super().__init__(domain, budget, seed, direction)
-        if answer not in ANSWERS:
-            raise UserError(f"DOPT answer {answer!r} must be one of {', '.join(ANSWERS)}")
+                 **options: Any) -> None:
+        super().__init__(domain, budget, seed, direction, **options)
+        o = self.options
         space = self.domain.space
-        texts = initial_terms(space, quadratic_levels=0, cubic_levels=0) if formula is None else parse_formula_terms(formula)
-        self.terms = [parse_term(t, space.names) for t in texts]
-        self.runs = min(runs or self.budget - 1, self.budget)
+        formula = o["formula"]
+        terms = initial_terms(space, quadratic_levels=0, cubic_levels=0) if formula is None else parse_formula_terms(formula)
+        self.terms = [parse_term(t, space.names) for t in terms]
+        self.runs = min(self.budget - 1 if o["runs"] is None else o["runs"], self.budget)
         if self.runs < 2:
-            raise UserError(f"DOPT runs {self.runs!r} must be >= 2")
-        self.transform, self.repeats = transform, int(repeats)
-        self.answer_rule, self.pool_size = answer, int(pool)
+            raise UserError(f"DOPT runs {self.runs!r} must be >= 2 (budget {self.budget})")
+        self.transform, self.repeats = o["transform"], int(o["repeats"])
+        self.answer_rule, self.pool_size = o["answer"], int(o["pool"])
         self.columns = TermColumns.shared(self.domain)
 
     def _search(self):

@@ -1,9 +1,9 @@
 """GA: the genetic algorithm of BOAST's benchmark (darwinning gem), docs/dlmt.md §4.3.
 
-One gene per factor (its level index). Population ``population`` (20), ``generations`` (5; None =
-until the budget is spent), mutation rate ``mutation`` (0.1), elitism 1, twins removed. Each
-generation keeps the best member and fills the population with children of two distinct parents
-chosen by roulette selection with weights ∝ 1/fitness (for an objective that is not a positive
+One gene per factor (its level index). Population ``population``, ``generations`` (None = until the
+budget is spent), mutation rate ``mutation`` (defaults in :attr:`Genetic.OPTIONS`), elitism 1, twins
+removed. Each generation keeps the best member and fills the population with children of two
+distinct parents chosen by roulette selection with weights ∝ 1/fitness (for an objective that is not a positive
 quantity to minimise, 1/(loss − min loss + spread)); a child is a uniform crossover, and
 with probability ``mutation`` one random gene is redrawn. Members are measured once (the ledger
 answers re-measurements for free), so a run costs about population + generations × (population − 1).
@@ -15,12 +15,14 @@ up to ``tries`` attempts, then a random valid configuration), so every evaluatio
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from engine.errors import UserError
 from engine.space.factors import Space
 from engine.strategies.base import Strategy
 from engine.strategies.domain import Domain
+from engine.strategies.options import Option
 
 #: Generations in a row that measure nothing new before the search gives up (all known already).
 STALE_GENERATIONS = 25
@@ -29,18 +31,20 @@ STALE_GENERATIONS = 25
 class Genetic(Strategy):
     name = "GA"
     summary = "genetic algorithm: roulette selection, uniform crossover, mutation, elitism 1"
+    OPTIONS = (
+        Option("population", 20, "members of each generation", "int", low=2),
+        Option("generations", 5, "generations after the first (null: until the budget is spent)", "int", low=0,
+               optional=True),
+        Option("mutation", 0.1, "probability that a child has one gene redrawn", "float", low=0, high=1),
+        Option("tries", 50, "draws of a known-valid genome before a random valid configuration stands in", "int",
+               low=0),
+    )
 
     def __init__(self, domain: Domain | Space, budget: int, seed: int | None = None, direction: str = "minimize",
-                 *, population: int = 20, generations: int | None = 5, mutation: float = 0.1, tries: int = 50) -> None:
-        super().__init__(domain, budget, seed, direction)
-        if population < 2:
-            raise UserError(f"GA population {population!r} must be >= 2")
-        if generations is not None and generations < 0:
-            raise UserError(f"GA generations {generations!r} must be >= 0")
-        if not 0 <= mutation <= 1:
-            raise UserError(f"GA mutation {mutation!r} must be between 0 and 1")
-        self.population, self.generations = int(population), generations
-        self.mutation, self.tries = float(mutation), int(tries)
+                 **options: Any) -> None:
+        super().__init__(domain, budget, seed, direction, **options)
+        self.population, self.generations = int(self.options["population"]), self.options["generations"]
+        self.mutation, self.tries = float(self.options["mutation"]), int(self.options["tries"])
 
     def _random_genome(self) -> np.ndarray:
         for _ in range(self.tries):

@@ -26,7 +26,7 @@ spends 120) are budgets.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from engine.errors import UserError
 from engine.space.factors import Space
 from engine.strategies.base import Strategy
 from engine.strategies.domain import Domain
+from engine.strategies.options import Option, shown, texts
 
 
 def neighbours(domain: Domain, row: np.ndarray) -> np.ndarray:
@@ -51,18 +52,26 @@ def neighbours(domain: Domain, row: np.ndarray) -> np.ndarray:
 class GreedySearch(Strategy):
     name = "GS"
     summary = "steepest descent over one-level moves from one random start"
+    OPTIONS = (
+        Option("ignore", (), "factors whose change alone is not a move (the paper's GS ignored lws_y)",
+               "list", rule=texts),
+        Option("apriori", (), "constraint expressions of the paper's a-priori check (neighbours passing it are run)",
+               "list", rule=texts),
+        Option("recount", False, "charge neighbours evaluated before again, as the paper's counter did", "bool"),
+    )
 
     def __init__(self, domain: Domain | Space, budget: int, seed: int | None = None, direction: str = "minimize",
-                 *, ignore: Sequence[str] = (), apriori: Sequence[str] = (), recount: bool = False) -> None:
-        super().__init__(domain, budget, seed, direction)
-        self.recount = bool(recount)
+                 **options: Any) -> None:
+        super().__init__(domain, budget, seed, direction, **options)
+        ignore, apriori = self.options["ignore"], self.options["apriori"]
+        self.recount = bool(self.options["recount"])
         names = self.domain.names
         self.check = Space(self.domain.space.factors, apriori) if apriori else None
         if self.check is not None:
             self.free_statuses = frozenset()  # a run that passed the check and failed still cost 1
         for name in ignore:
             if name not in names:
-                raise UserError(f"{self.name} ignore: unknown factor {name!r}")
+                raise UserError(f"{self.name} option 'ignore' {shown(ignore)}: {name!r} is not a factor")
         self.counted = np.array([name not in set(ignore) for name in names])
 
     def _descend(self):

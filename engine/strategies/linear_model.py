@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from engine.errors import UserError
 from engine.model.columns import TermColumns, parse_term
 from engine.space.factors import Space
 from engine.strategies import fastlm
 from engine.strategies.base import Strategy
 from engine.strategies.domain import Domain
+from engine.strategies.options import Option, texts
 
 Step = tuple[int, Sequence[str], Sequence[str]]
 
@@ -57,6 +58,19 @@ def generic_schedule(space: Space, budget: int) -> list[Step]:
     return steps
 
 
+def _is_step(step: Any) -> bool:
+    if not isinstance(step, (list, tuple)) or len(step) != 3:
+        return False
+    samples, terms, fix = step
+    return (isinstance(samples, int) and not isinstance(samples, bool) and samples >= 1
+            and all(isinstance(part, (list, tuple)) and texts(part) is None for part in (terms, fix)))
+
+
+def schedule_steps(schedule: Sequence) -> str | None:
+    """Option rule: every step is ``[samples >= 1, [terms], [factors to fix]]``."""
+    return None if all(_is_step(step) for step in schedule) else "must be a list of steps [samples >= 1, [terms], [factors]]"
+
+
 def default_schedule(space: Space, budget: int) -> list[Step]:
     needed = {f for _, _, fix in LAPLACIAN_SCHEDULE for f in fix}
     if needed <= set(space.names):
@@ -67,21 +81,25 @@ def default_schedule(space: Space, budget: int) -> list[Step]:
 class LinearModelSearch(Strategy):
     name = "LM"
     summary = "linear models on random samples, fixing factors on a schedule"
+    OPTIONS = (
+        Option("schedule", None, "steps [samples, [terms], [factors to fix]] (null: the paper's on the Laplacian, "
+               "else four groups of factors)", "list", optional=True, rule=schedule_steps),
+        Option("answer", "subspace", "the answer: the final subspace's best (the paper) or the best measured",
+               "choice", choices=ANSWERS),
+        Option("pool", 2000, "candidates drawn when the space has no candidate list", "int", low=1),
+    )
 
     def __init__(self, domain: Domain | Space, budget: int, seed: int | None = None, direction: str = "minimize",
-                 *, schedule: Sequence[Step] | None = None, answer: str = "subspace", pool: int = 2000) -> None:
-        super().__init__(domain, budget, seed, direction)
-        if answer not in ANSWERS:
-            raise UserError(f"LM answer {answer!r} must be one of {', '.join(ANSWERS)}")
+                 **options: Any) -> None:
+        super().__init__(domain, budget, seed, direction, **options)
         space = self.domain.space
+        schedule = self.options["schedule"]
         self.schedule = list(schedule) if schedule is not None else default_schedule(space, self.budget)
-        for samples, _terms, fix in self.schedule:
-            if samples < 1:
-                raise UserError(f"LM schedule: samples {samples!r} must be >= 1")
+        for _samples, _terms, fix in self.schedule:
             for name in fix:
                 space.factor(name)
         self.parsed = [[parse_term(t, space.names) for t in terms] for _, terms, _ in self.schedule]
-        self.answer_rule, self.pool_size = answer, int(pool)
+        self.answer_rule, self.pool_size = self.options["answer"], int(self.options["pool"])
         self.columns = TermColumns.shared(self.domain)
         self.fixed: dict[int, int] = {}
         self._pool: np.ndarray | None = None

@@ -12,10 +12,13 @@ raises a one-line error and the registry lists TPE as unavailable.
 
 from __future__ import annotations
 
+from typing import Any
+
 from engine.errors import UserError
 from engine.space.factors import Space
 from engine.strategies.base import Strategy
 from engine.strategies.domain import Domain
+from engine.strategies.options import Option
 
 
 def available() -> bool:
@@ -29,13 +32,18 @@ def available() -> bool:
 class OptunaTPE(Strategy):
     name = "TPE"
     summary = "Optuna's TPE sampler over level indices (needs optuna)"
+    OPTIONS = (
+        Option("startup", 10, "random start-up trials before TPE models the results", "int", low=0),
+        Option("patience", 500, "suggestions in a row that cost nothing (invalid or repeated) before giving up",
+               "int", low=1),
+    )
 
     def __init__(self, domain: Domain | Space, budget: int, seed: int | None = None, direction: str = "minimize",
-                 *, startup: int = 10, patience: int = 500) -> None:
+                 **options: Any) -> None:
         if not available():
             raise UserError("strategy TPE needs the optional package optuna (pip install optuna)")
-        super().__init__(domain, budget, seed, direction)
-        self.startup, self.patience = int(startup), int(patience)
+        super().__init__(domain, budget, seed, direction, **options)
+        self.startup, self.patience = int(self.options["startup"]), int(self.options["patience"])
 
     def _search(self):
         import optuna

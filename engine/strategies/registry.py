@@ -1,8 +1,8 @@
-"""Strategy names → classes, with their options read from the constructors (for CLI, pages, docs)."""
+"""Strategy names → classes, with their options from each class's ``OPTIONS`` table (for CLI, pages, docs)."""
 
 from __future__ import annotations
 
-import inspect
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +17,7 @@ from engine.strategies.genetic import Genetic
 from engine.strategies.greedy import GreedyRestarts, GreedySearch
 from engine.strategies.lhs import LatinHypercube
 from engine.strategies.linear_model import LinearModelSearch
+from engine.strategies.options import Option, json_text, resolve, shown
 from engine.strategies.optuna_tpe import OptunaTPE
 from engine.strategies.optuna_tpe import available as optuna_available
 from engine.strategies.random_search import RandomSearch
@@ -26,7 +27,6 @@ STRATEGIES: dict[str, type[Strategy]] = {
     for cls in (RandomSearch, LatinHypercube, GreedySearch, GreedyRestarts, Genetic, LinearModelSearch,
                 DOptimal, DLMT, BayesianOptimization, OptunaTPE)
 }
-_BASE_ARGS = {"self", "domain", "budget", "seed", "direction"}
 
 
 def strategy_class(name: str) -> type[Strategy]:
@@ -37,9 +37,8 @@ def strategy_class(name: str) -> type[Strategy]:
 
 
 def options_of(name: str) -> dict[str, Any]:
-    """The strategy's options and their defaults."""
-    signature = inspect.signature(strategy_class(name).__init__)
-    return {p.name: p.default for p in signature.parameters.values() if p.name not in _BASE_ARGS}
+    """The strategy's options and their defaults, in table order."""
+    return {o.name: o.default for o in strategy_class(name).OPTIONS}
 
 
 def available(name: str) -> bool:
@@ -53,14 +52,11 @@ def describe() -> list[dict]:
 
 def make_strategy(name: str, domain: Domain | Space, budget: int, seed: int | None = None,
                   direction: str = "minimize", options: Mapping[str, Any] | None = None) -> Strategy:
-    """A strategy by name; an unknown option is a one-line error naming it."""
+    """A strategy by name, ``options`` checked against its table first (an unknown name or a refused
+    value is a one-line error naming the strategy, the option and the value; a name such as
+    ``budget`` must not reach the constructor as a keyword)."""
     cls = strategy_class(name)
-    options = dict(options or {})
-    known = options_of(cls.name)
-    for key in options:
-        if key not in known:
-            raise UserError(f"strategy {cls.name}: unknown option {key!r} (options: {', '.join(known) or 'none'})")
-    return cls(domain, budget, seed, direction, **options)
+    return cls(domain, budget, seed, direction, **resolve(cls.name, cls.OPTIONS, options or {}))
 
 
 def parse_names(text: str) -> list[str]:
@@ -72,3 +68,79 @@ def parse_names(text: str) -> list[str]:
     if duplicate:
         raise UserError(f"--strategies: {duplicate} is listed twice")
     return names
+
+
+def table_of(strategy: str) -> tuple[str, tuple[Option, ...]]:
+    """The strategy's canonical name and options table."""
+    cls = strategy_class(strategy)
+    return cls.name, cls.OPTIONS
+
+
+def validate(strategy: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` checked against the strategy's table, with defaults filled (see :func:`resolve`)."""
+    return resolve(*table_of(strategy), options)
+
+
+def help_text(strategy: str) -> str:
+    """The strategy's options as a compact table: name, default, accepted values, meaning."""
+    name, table = table_of(strategy)
+    if not table:
+        return f"{name}: no options"
+    rows = [(o.name, shown(o.default), o.accepts, o.description) for o in table]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines = [f"  {a:<{widths[0]}}  {b:<{widths[1]}}  {c:<{widths[2]}}  {d}" for a, b, c, d in rows]
+    return "\n".join([f"{name} options (name, default, accepted values, meaning):", *lines])
+
+
+def _as_text(option: Option) -> bool:
+    """Whether a form enters this option as text: a list, or a value of two shapes."""
+    return option.kind == "list" or option.also is not None
+
+
+def form_fields(strategy: str) -> list[dict[str, Any]]:
+    """One widget description per option: ``name``, ``default`` (widget-ready: text fields hold
+    their default as typed), ``description``, ``kind`` (int, float, bool, choice or text),
+    ``optional`` (empty = the default's "decide for me"), ``low``/``high``/``exclusive``,
+    ``choices`` and ``accepts`` (for help). Give the widgets' values to :func:`from_form`."""
+    fields = []
+    for o in table_of(strategy)[1]:
+        text = _as_text(o)
+        default = ("" if o.default is None else o.default if isinstance(o.default, str) else shown(o.default)) if text else o.default
+        fields.append({"name": o.name, "default": default, "description": o.description,
+                       "kind": "text" if text else o.kind, "optional": o.optional, "low": o.low, "high": o.high,
+                       "exclusive": o.exclusive, "choices": list(o.choices), "accepts": o.accepts})
+    return fields
+
+
+def _parsed(text: str) -> Any:
+    """A text field's value: empty = None, JSON when it parses (``["a"]``, ``2.5``), else the text."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as JSON (a tuple default and the list a form gives back are the same value)."""
+    text = json_text(a)
+    return text is not None and text == json_text(b)
+
+
+def from_form(strategy: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The options a form's widget ``values`` (by option name) ask for: text fields parsed, values
+    equal to the default left out (so an untouched form adds nothing to a run's stored options),
+    every value checked."""
+    name, table = table_of(strategy)
+    known = {o.name: o for o in table}
+    chosen = {}
+    for key, value in values.items():
+        option = known.get(key)
+        if option is not None and _as_text(option) and isinstance(value, str):
+            value = _parsed(value)
+        if option is None or not _same(value, option.default):
+            chosen[key] = value
+    resolve(name, table, chosen)
+    return chosen

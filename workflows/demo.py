@@ -6,7 +6,7 @@ import shutil
 
 from engine.io.paths import data_dir
 from engine.io.spec import TEMPLATES, parse_spec
-from storage.store import Store
+from storage import Store
 
 TOY_STUDY = "Paper toy problem"
 LAPLACIAN_STUDY = "GPU Laplacian (K40c)"
@@ -46,8 +46,9 @@ def seed_demo_studies(store: Store) -> list[str]:
 def _measure_screening(store: Store, study) -> None:
     """Step A of the paper's tutorial: a 12-run Plackett–Burman design, measured (synthetic, instant)."""
     from engine.design import plackett_burman
-    from engine.execution import Campaign, store_recorder
+    from engine.execution import Campaign
     from engine.runners import runner_from_spec
+    from workflows.recording import store_recorder
 
     design = plackett_burman(study.spec.space, runs=12, seed=0).design
     design_id = store.save_design(study, design, name="Screening (Plackett-Burman, 12 runs)", kind="pb",

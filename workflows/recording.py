@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from engine.runners.base import MeasureResult
+from storage import Store, StoredStudy
+
+Echo = Callable[[dict, MeasureResult], None]
 
 
-def store_recorder(store: Any, study: Any, *, design_id: int | None = None, strategy: str | None = None,
-                   step: int | None = None,
-                   echo: Callable[[dict, MeasureResult], None] | None = None) -> Callable[[dict, MeasureResult], None]:
-    """A callback for :meth:`Campaign.run` that calls ``store.record_measurement`` (one transaction
-    per result) with the result's provenance, then ``echo(config, result)`` if given."""
+def store_recorder(store: Store, study: StoredStudy, *, design_id: int | None = None, strategy: str | None = None,
+                   step: int | None = None, echo: Echo | None = None) -> Echo:
+    """A callback for :meth:`engine.execution.Campaign.run` that stores each result (one transaction
+    per result) with its provenance, then calls ``echo(config, result)`` if given."""
 
     def on_result(config: dict, result: MeasureResult) -> None:
         store.record_measurement(

@@ -1,0 +1,42 @@
+"""Widgets for a strategy's options, drawn from its options table (engine.strategies.options), so
+the Compare form offers exactly what ``tunelab tune --options`` and ``tunelab bench --options`` accept."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from engine.strategies import form_fields
+
+
+def option_widgets(strategy: str, key: str) -> dict[str, Any]:
+    """One widget per option, pre-filled with its default; returns the values by option name
+    (turn them into options with :func:`engine.strategies.from_form`, which checks them)."""
+    values: dict[str, Any] = {}
+    fields = form_fields(strategy)
+    if not fields:
+        st.caption(f"{strategy} has no options.")
+        return values
+    columns = st.columns(3)
+    for i, field in enumerate(fields):
+        where, name = columns[i % 3], field["name"]
+        label, help_text, widget_key = name, f"{field['description']} ({field['accepts']})", f"{key}_{strategy}_{name}"
+        if field["kind"] == "bool":
+            values[name] = where.checkbox(label, value=bool(field["default"]), help=help_text, key=widget_key)
+        elif field["kind"] == "choice":
+            choices = list(field["choices"])
+            values[name] = where.selectbox(label, choices, index=choices.index(field["default"]), help=help_text,
+                                           key=widget_key)
+        elif field["kind"] in ("int", "float"):
+            integer = field["kind"] == "int"
+            number = int if integer else float  # Streamlit wants one numeric type across value and bounds
+            low = None if field["exclusive"] or field["low"] is None else number(field["low"])
+            high = None if field["exclusive"] or field["high"] is None else number(field["high"])
+            default = None if field["default"] is None else number(field["default"])
+            values[name] = where.number_input(label, min_value=low, max_value=high, value=default,
+                                              step=1 if integer else None, format=None if integer else "%g",
+                                              help=help_text, key=widget_key)
+        else:
+            values[name] = where.text_input(label, value=str(field["default"] or ""), help=help_text, key=widget_key)
+    return values

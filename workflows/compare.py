@@ -1,0 +1,83 @@
+"""Strategy comparisons: replay strategies on an exhaustive table and keep the result in the store.
+
+``tunelab bench`` and the Compare page both come here, so both apply the same preset (the paper's
+per-strategy settings by default) and store the same record.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from engine.compare.presets import preset
+from engine.compare.replay import BenchTable, load_table
+from engine.compare.run import Comparison, Progress, run_benchmark
+from engine.compare.summary import summary_records, summary_table
+from engine.errors import UserError
+from storage import Store
+from storage.comparisons import list_comparisons, load_comparison, save_comparison
+
+
+def table_study(store: Store, name: str) -> BenchTable:
+    """The table of a stored table study, as a replayable objective."""
+    study = store.get_study(name)
+    if study.spec.runner.get("kind") != "table":
+        raise UserError(f"study '{name}' is not a table study (runner {study.spec.runner.get('kind')!r})")
+    return BenchTable(study.spec, store.study_table(name), name)
+
+
+def table_from(source: str, objective: str | None, store: Store | None) -> tuple[BenchTable, str | None]:
+    """A CSV or Kernel Tuner cache file, or else the name of a stored table study (then its name)."""
+    if Path(source).is_file():
+        return load_table(source, objective), None
+    if store is None:
+        raise UserError(f"table {source!r}: not a file, and no database to find a study of that name in")
+    return table_study(store, source), source
+
+
+@dataclass(frozen=True)
+class Compared:
+    """A finished comparison, its summary table and (when stored) its id."""
+
+    comparison: Comparison
+    summary: pd.DataFrame
+    seconds: float
+    stored_id: int | None
+
+
+def compare(table: BenchTable, strategies: Sequence[str], *, reps: int, budget: int, jobs: int, seed: int,
+            preset_name: str = "paper", options: Mapping[str, Mapping] | None = None,
+            progress: Progress | None = None, store: Store | None = None, name: str | None = None,
+            study: str | None = None) -> Compared:
+    """Run the comparison with a preset (its options and budgets, then ``options`` over it); store it
+    when a store is given."""
+    preset_options, budgets = preset(preset_name, table.space)
+    for strategy, opts in (options or {}).items():
+        preset_options.setdefault(strategy.upper(), {}).update(opts)
+    started = time.perf_counter()
+    comparison = run_benchmark(table, strategies, reps=reps, budget=budget, jobs=jobs, seed=seed,
+                               options=preset_options, budgets=budgets, progress=progress)
+    seconds = time.perf_counter() - started
+    summary = summary_table(comparison)
+    stored_id = None
+    if store is not None:
+        label = name or f"{table.source or table.spec.name} {time.strftime('%Y-%m-%d %H:%M')}"
+        params = {**comparison.params, "table": table.source, "objective": table.objective, "optimum": table.optimum,
+                  "preset": preset_name}
+        stored_id = save_comparison(store, name=label, study=study or table.source, params=params,
+                                    summary=summary_records(summary), runs=comparison.runs)
+    return Compared(comparison, summary, seconds, stored_id)
+
+
+def saved_comparisons(store: Store, study: str) -> pd.DataFrame:
+    return list_comparisons(store, study=study)
+
+
+def open_comparison(store: Store, comparison_id: int) -> tuple[dict, Comparison]:
+    """A stored comparison's record and the comparison rebuilt from it."""
+    record = load_comparison(store, comparison_id)
+    return record, Comparison(params=record["params"], runs=record["runs"])

@@ -1,0 +1,289 @@
+"""StudySession: one study in one store, and every use case a page or a command runs on it.
+
+The session owns the wiring that used to be repeated by each interface: a table study's table
+feeding its runner, runner → executor → campaign → store recorder, the tuning loop with its
+decisions log, the predicted best from the latest model, and exports logged in the store. Pages
+and CLI commands call one method per action, so both do the same thing for the same action.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from engine.analysis.study_data import NextStep, analysis_frame, candidate_set, next_step
+from engine.errors import UserError, brief
+from engine.execution import Campaign, Progress, review, stored_repeats
+from engine.execution.tuning import TuningResult, candidates_for, stored_results, tune
+from engine.io.best import BestConfig, best_filename, best_measured, best_predicted, export_best
+from engine.io.export import export_target, safe_filename, study_to_csv, study_to_json, write_export
+from engine.runners.base import MeasureResult, Runner
+from engine.study import StudySpec
+from storage import Store, StoredStudy, database_files
+from workflows.recording import Echo, store_recorder
+from workflows.reporting import best_or_none, model_tables, report_html, results_frame
+
+BEST_SOURCES = ("measured", "predicted")
+STUDY_FORMATS = ("json", "csv")
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What :meth:`StudySession.measure` did: which design, with which runner, and its progress."""
+
+    design_id: int
+    runner: str
+    progress: Progress
+
+
+@dataclass(frozen=True)
+class Tuned:
+    """What :meth:`StudySession.tune` did, and the decision the run waits for, if any."""
+
+    strategy: str
+    step: int
+    result: TuningResult
+    waiting: Any  # the pending engine.analysis.Decision, or None
+
+
+@dataclass(frozen=True)
+class Written:
+    """A file an export wrote, and whether it replaced an existing one."""
+
+    path: Path
+    replaced: bool
+
+
+class StudySession:
+    """One study in one store. Cheap to create: make one per action."""
+
+    def __init__(self, store: Store, name: str) -> None:
+        self.store = store
+        self.study: StoredStudy = store.get_study(name)
+        self._table: pd.DataFrame | None = None
+
+    # -- what the study is made of -----------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.study.name
+
+    @property
+    def spec(self) -> StudySpec:
+        return self.study.spec
+
+    @property
+    def is_table(self) -> bool:
+        return self.spec.runner.get("kind") == "table"
+
+    def table(self) -> pd.DataFrame | None:
+        """The imported table of a table study (what its runner replays), else None."""
+        if self.is_table and self._table is None:
+            self._table = self.store.study_table(self.name)
+        return self._table
+
+    def runner(self) -> Runner:
+        from engine.runners import runner_from_spec
+
+        return runner_from_spec(self.spec.runner, space=self.spec.space, table=self.table())
+
+    def candidates(self, fixed: Mapping | None = None, seed: int = 0) -> pd.DataFrame:
+        """Where a model looks for the best configuration, with ``fixed`` factors held."""
+        return candidate_set(self.spec, self.table(), seed=seed, fixed=dict(fixed or {}))
+
+    def results(self) -> pd.DataFrame:
+        """Stored measurements, or the imported table of a table study that was never replayed."""
+        return results_frame(self.store, self.study)
+
+    def analysis_data(self, design_id: int | None = None) -> pd.DataFrame:
+        """Successful measurements (of one design, or all) as a fitting frame."""
+        measurements = self.store.measurements(self.name)
+        if design_id is not None:
+            measurements = measurements[measurements["design_id"] == design_id]
+        return analysis_frame(self.spec, measurements)
+
+    def next_step(self) -> NextStep:
+        """Where the decisions log leaves the study: factors fixed so far, the model handed on, the step."""
+        return next_step(self.store.decisions(self.name))
+
+    # -- measuring a design ------------------------------------------------------------------------
+    def pick_design(self, requested: int | None = None) -> int:
+        """``requested`` if it is one of the study's designs, else the latest with pending rows."""
+        designs = self.store.designs(self.name)
+        if designs.empty:
+            raise UserError(f"study '{self.name}': no design to run yet; create one first (tunelab design ...)")
+        if requested is not None:
+            if requested not in set(designs["id"].tolist()):
+                raise UserError(f"design {brief(requested)}: not a design of study '{self.name}' "
+                                f"(designs: {', '.join(map(str, designs['id'].tolist()))})")
+            return int(requested)
+        pending = designs[designs["pending"] > 0]
+        return int((pending if len(pending) else designs)["id"].max())
+
+    def measure(self, design_id: int | None = None, *, executor: str = "local", workers: int | None = None,
+                scheduler: str | None = None, repeats: int | None = None, echo: Echo | None = None,
+                on_progress: Callable[[Progress], None] | None = None,
+                on_start: Callable[[Campaign], None] | None = None) -> Measured:
+        """Measure a design's configurations, committing each result as it arrives; what is already
+        stored is not measured again (repeats continue their numbering). ``on_start(campaign)`` gets
+        the campaign before it runs (to cancel it from another thread)."""
+        from engine.execution import executor_from_name
+
+        design_id = self.pick_design(design_id)
+        space = self.spec.space
+        rows = self.store.design_rows(self.name, design_id)[space.names]
+        runner = self.runner()
+        done = stored_repeats(space, self.store.measurements(self.name))
+        record = store_recorder(self.store, self.study, design_id=design_id, strategy="design", echo=echo)
+        with executor_from_name(executor, workers=workers, scheduler=scheduler or None) as pool:
+            campaign = Campaign(runner, pool, repeats=repeats, space=space)
+            if on_start is not None:
+                on_start(campaign)
+            progress = campaign.run(rows, record, on_progress=on_progress, done=done)
+        return Measured(design_id, runner.describe(), progress)
+
+    # -- tuning with a strategy, and the decisions it waits for ------------------------------------
+    def tune(self, strategy: str, budget: int, *, seed: int = 0, options: Mapping | None = None,
+             auto: bool = False, echo: Echo | None = None) -> Tuned:
+        """Run a strategy with the study's runner until its budget is spent or it waits for a person;
+        every measurement and decision is stored as it comes. Run again to resume: what is stored
+        answers the replay without measuring twice, and the decisions taken since apply in order."""
+        from engine.strategies import Domain, make_strategy, options_of
+
+        options = dict(options or {})
+        known = options_of(strategy)
+        if "auto" in known:
+            options["auto"] = bool(auto)
+        run_id = review.run_key(strategy, seed, budget, options)
+        if "response" in known:
+            options.setdefault("response", self.spec.objective)
+        domain = Domain(self.spec.space, candidates_for(self.spec, self.table()))
+        searcher = make_strategy(strategy, domain, budget, seed, self.spec.direction, options)
+        store, study = self.store, self.study
+
+        def record(config: dict, result: MeasureResult, name: str, step: int) -> None:
+            store_recorder(store, study, strategy=name, step=step, echo=echo)(config, result)
+
+        def log(decision: Any, step: int) -> None:
+            if decision.by == "auto" and review.taken(store.decisions(study.name), run_id, step)[0] is None:
+                store.log_decision(study, **review.log_entry(run_id, decision, step))
+
+        def ask_person(proposal: Any, step: int) -> Any:
+            answer, logged = review.taken(store.decisions(study.name), run_id, step)
+            if answer is None and not logged:
+                store.log_decision(study, **review.log_entry(run_id, proposal, step))
+            return answer
+
+        stored = stored_results(store.measurements(self.name), self.spec.space.names)
+        result = tune(searcher, Campaign(self.runner(), space=self.spec.space), record, log, stored=stored,
+                      review=ask_person)
+        return Tuned(searcher.name, searcher.step, result, searcher.pending_decision)
+
+    def pending_decision(self) -> dict | None:
+        """The proposal a paused tuning run waits for: ``{"run", "step", "decision", "id"}``, or None."""
+        return review.pending(self.store.decisions(self.name))
+
+    def answer(self, action: str, actor: str, *, fix: Mapping | None = None, formula: str | None = None,
+               note: str | None = None) -> tuple[int, Any]:
+        """Accept, edit or reject what a paused tuning run waits for; returns (step, the decision taken)."""
+        waiting = self.pending_decision()
+        if waiting is None:
+            raise UserError(f"study '{self.name}': no tuning run waits for a decision")
+        decision = review.resolve(waiting["decision"], action, actor, fix=fix, formula=formula, note=note)
+        self.store.log_decision(self.study, **review.log_entry(waiting["run"], decision, waiting["step"]))
+        return waiting["step"], decision
+
+    def record_decision(self, decision: Any, step: int | None, analysis: Any = None) -> None:
+        """Log a decision taken on an analysis (accepted, edited or rejected); an applied one also
+        stores the model it was based on, which the predicted best and the next step start from."""
+        from engine.analysis import coefficient_table
+
+        record = decision.to_record()
+        applied = decision.status in ("accepted", "edited")
+        if applied and analysis is not None:
+            summary = analysis.summary
+            self.store.save_model(self.study, step=step, formula=analysis.model.formula, transform=summary.transform,
+                                  coefficients=coefficient_table(analysis.model), anova=analysis.anova,
+                                  lam=analysis.power.lambda_ if analysis.power else None, summary=summary.to_dict())
+        self.store.log_decision(self.study, kind="fix-factors", proposed=record["proposed"],
+                                chosen=record["chosen"] if applied else None, outcome=decision.status,
+                                actor=decision.by, explanation="\n".join(decision.explanation),
+                                evidence=record["evidence"], step=step)
+
+    # -- the best configuration and exports --------------------------------------------------------
+    def best(self, source: str = "measured") -> BestConfig:
+        """The best measured configuration, or the one the latest stored model predicts (with its
+        95% prediction interval)."""
+        if source == "measured":
+            return best_measured(self.spec, self.results())
+        if source != "predicted":
+            raise UserError(f"best source {brief(source)}: expected one of {', '.join(BEST_SOURCES)}")
+        from engine.analysis import LinearModel, predict, predicted_minimum
+
+        models = self.store.models(self.name)
+        if models.empty:
+            raise UserError(f"study '{self.name}': no model stored yet; accept a decision on an analysis first")
+        latest = models.iloc[-1]
+        lam = latest["box_cox_lambda"]
+        transform = float(lam) if pd.notna(lam) else ("log" if latest["transform"] == "log" else "none")
+        model = LinearModel(latest["formula"], transform).fit(self.analysis_data())
+        point = predicted_minimum(model, self.candidates()).point
+        interval = predict(model, pd.DataFrame([point]))
+        return best_predicted(self.spec, point, float(interval["predicted"].iloc[0]),
+                              float(interval["lower"].iloc[0]), float(interval["upper"].iloc[0]))
+
+    def measured_best_or_none(self) -> BestConfig | None:
+        """The best measured configuration, or None while nothing was measured successfully."""
+        return best_or_none(self.study, self.results())
+
+    def latest_model(self) -> dict | None:
+        """The latest stored model (formula, transform), or None."""
+        models = self.store.models(self.name)
+        return None if models.empty else {"formula": models.iloc[-1]["formula"], "transform": models.iloc[-1]["transform"]}
+
+    def report_html(self) -> str:
+        """The self-contained HTML report: space, designs, ANOVA tables, decisions, figures."""
+        return report_html(self.store, self.name)
+
+    def model_tables(self) -> dict[str, pd.DataFrame]:
+        return model_tables(self.store, self.name)
+
+    def study_text(self, fmt: str) -> str:
+        """The study's spec and measurements as JSON or CSV."""
+        if fmt not in STUDY_FORMATS:
+            raise UserError(f"study format {brief(fmt)}: expected one of {', '.join(STUDY_FORMATS)}")
+        results = self.results()
+        return study_to_json(self.spec, results) if fmt == "json" else study_to_csv(self.spec, results)
+
+    def write(self, text: str | bytes, folder: str | Path, filename: str, fmt: str) -> Written:
+        """Write an export atomically (never onto this database or its log, a device, a FIFO or
+        through a symbolic link) and log it in the store."""
+        keep = database_files(self.store.path)
+        _, replaced = export_target(folder, filename, keep=keep)
+        path = write_export(text, folder, filename, keep=keep)
+        self.store.log_export(self.study, fmt, str(path), path.stat().st_size)
+        return Written(path, replaced)
+
+    def write_best(self, best: BestConfig, fmt: str, folder: str | Path, filename: str | None = None) -> Written:
+        return self.write(export_best(best, fmt), folder, filename or best_filename(best, fmt), f"best-{fmt}")
+
+    def write_study(self, fmt: str, folder: str | Path, filename: str | None = None) -> Written:
+        return self.write(self.study_text(fmt), folder, filename or safe_filename(f"{self.name}.{fmt}"), fmt)
+
+    def write_report(self, folder: str | Path, filename: str | None = None) -> Written:
+        return self.write(self.report_html(), folder, filename or safe_filename(f"{self.name}-report.html"),
+                          "report-html")
+
+    def log_download(self, fmt: str, size: int) -> None:
+        """A file handed to the browser (no path on this machine)."""
+        self.store.log_export(self.study, fmt, None, size)
+
+
+def decision_fix_text(chosen: Mapping | None) -> str:
+    """``a = 1, b = 2`` for the factors a decision fixes, or 'nothing'."""
+    fix = (chosen or {}).get("fix") or {}
+    return ", ".join(f"{k} = {v}" for k, v in fix.items()) or "nothing"
+
