@@ -16,7 +16,7 @@ FIND_LINKS = $(if $(wildcard $(WHEELS)),--find-links $(WHEELS))
 # BLAS kernels `make test-blas` runs the numerical tests under ("unset": OpenBLAS picks one for the CPU).
 BLAS_KERNELS ?= unset Haswell Zen SandyBridge SkylakeX Nehalem Prescott
 
-.PHONY: install lock run test test-fast test-blas fuzz bench system-test-deps clean
+.PHONY: install lock run lint test test-fast test-blas fuzz bench system-test-deps clean
 
 $(UV):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -49,7 +49,12 @@ system-test-deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-test: install system-test-deps
+# ruff (style, imports, bug patterns) and mypy (strict on engine/), as configured in pyproject.toml.
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+test: install system-test-deps lint
 	$(BIN)/python -m pytest -q
 
 test-fast: install

@@ -8,17 +8,11 @@ shows one error and nothing else unless ``TUNELAB_ALLOW_REMOTE=1`` says that was
 """
 
 import os
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import streamlit as st
 
-import streamlit as st  # noqa: E402
-
-from app.cli.serve import ALLOW_REMOTE, is_loopback  # noqa: E402
-from app.navigation import pages  # noqa: E402
+from app.cli.serve import ALLOW_REMOTE, is_loopback
+from app.navigation import pages
 
 st.set_page_config(page_title="Tunelab", page_icon=":material/tune:", layout="wide")
 address = st.get_option("server.address")

@@ -3,11 +3,13 @@
 Adding a page is one line here plus a thin script in ``pages/``.
 """
 
+from importlib.resources import files
 from pathlib import Path
 
 import streamlit as st
 
-PAGES_DIR = Path(__file__).resolve().parent.parent / "pages"
+#: The page scripts: the ``pages`` package, in a checkout or wherever it was installed.
+PAGES_DIR = Path(str(files("pages")))
 
 #: (section, file in pages/, title, icon, url path)
 PAGE_TABLE: list[tuple[str, str, str, str, str]] = [

@@ -17,9 +17,10 @@ import sys
 from pathlib import Path
 
 from app.cli._common import bounded
-from engine.io.paths import REPO_ROOT
 
 ALLOW_REMOTE = "TUNELAB_ALLOW_REMOTE"
+#: The dashboard script, beside this package in a checkout or an installed wheel alike.
+MAIN_SCRIPT = Path(__file__).resolve().parents[1] / "main.py"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,7 +46,7 @@ def is_loopback(address: str | None) -> bool:
 
 def streamlit_command(host: str, port: int) -> list[str]:
     return [
-        sys.executable, "-m", "streamlit", "run", str(REPO_ROOT / "app" / "main.py"),
+        sys.executable, "-m", "streamlit", "run", str(MAIN_SCRIPT),
         "--server.port", str(port), "--server.address", host, "--server.headless", "true",
         "--browser.gatherUsageStats", "false",
     ]
@@ -70,6 +71,5 @@ def _serve(args) -> int:
               file=sys.stderr)
     print(f"Tunelab dashboard on http://{args.host}:{args.port} (database {db})", flush=True)
     sys.stderr.flush()
-    os.chdir(REPO_ROOT)  # the repository's .streamlit/config.toml (theme, toolbar) applies from here
     os.execve(sys.executable, streamlit_command(args.host, args.port), env)
     return 1  # not reached: execve replaced this process

@@ -28,9 +28,6 @@ factor names, empty or non-numeric levels, bad constraints, unknown runner kinds
 
 from __future__ import annotations
 
-import json
-import math
-import re
 import tomllib
 from collections.abc import Hashable, Mapping
 from pathlib import Path
@@ -52,7 +49,6 @@ MAX_SPEC_BYTES = 1_000_000
 _PLAIN = (str, int, float, bool, type(None))
 _TOP_KEYS = ("name", "description", "objective", "direction", "runner", "factors", "constraints")
 _FACTOR_KEYS = ("name", "kind", "type", "levels", "low", "high", "step", "range", "powers_of_two")
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 def _check_factor(i: int, item: Any) -> None:
@@ -264,45 +260,15 @@ def dump_spec(spec: StudySpec, fmt: str = "yaml") -> str:
     raise UserError(f"spec format {brief(fmt)} must be 'yaml' or 'toml'")
 
 
-# -- TOML writing (the standard library only reads TOML) ------------------------------------------
-def _toml_key(key: str) -> str:
-    return key if _BARE_KEY.match(key) else _toml_string(key)
+def _toml(data: Mapping[str, Any]) -> str:
+    """TOML text (tomli-w); the factors come last, as an array of tables, so the file reads top-down."""
+    import tomli_w
 
-
-def _toml_string(text: str) -> str:
-    # JSON string escapes are TOML basic-string escapes, except that TOML also forbids a raw DEL.
-    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
-
-
-def _toml_value(value: Any, where: str) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    if isinstance(value, str):
-        return _toml_string(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml_value(v, where) for v in value) + "]"
-    if isinstance(value, Mapping):
-        items = ", ".join(f"{_toml_key(str(k))} = {_toml_value(v, where)}" for k, v in value.items())
-        return "{" + items + "}"
-    raise UserError(f"spec: {where} holds {brief(value)}, which TOML cannot represent")
-
-
-def _toml(data: Mapping) -> str:
-    lines = [
-        f"{_toml_key(key)} = {_toml_value(value, key)}" for key, value in data.items() if key != "factors"
-    ]
-    for factor in data["factors"]:
-        lines += ["", "[[factors]]"]
-        lines += [f"{_toml_key(k)} = {_toml_value(v, 'factor ' + factor['name'])}" for k, v in factor.items()]
-    return "\n".join(lines) + "\n"
+    ordered = {key: value for key, value in data.items() if key != "factors"} | {"factors": data["factors"]}
+    try:
+        return tomli_w.dumps(ordered)
+    except TypeError as exc:  # a value TOML has no form for (None, a set...)
+        raise UserError(f"spec: {str(exc).splitlines()[0]}; TOML cannot represent it") from None
 
 
 # -- templates a person can start from in the dashboard ---------------------------------------------
