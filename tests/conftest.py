@@ -54,6 +54,24 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def wait_healthy(proc: subprocess.Popen, port: int, seconds: float = 120) -> None:
+    """Return once the dashboard ``proc`` serves on ``port``; fail with its output if it exits first."""
+    import time
+    import urllib.request
+
+    deadline = time.monotonic() + seconds
+    while True:
+        assert proc.poll() is None, f"the dashboard exited: {proc.stdout.read() if proc.stdout else ''}"
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, f"the dashboard did not become healthy in {seconds:g} s"
+        time.sleep(0.5)
+
+
 def pytest_sessionfinish(session, exitstatus):
     """Drop the stores AppTest pages cached, so no DuckDB connection outlives the test session."""
     import gc

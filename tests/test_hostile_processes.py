@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
 from multiprocessing import forkserver, resource_tracker
 from pathlib import Path
@@ -32,7 +31,7 @@ from engine.space.configs import config_keys
 from engine.space.factors import Factor, Space
 from engine.study import StudySpec
 from storage import Store
-from tests.conftest import free_port, run_cli
+from tests.conftest import free_port, run_cli, wait_healthy
 
 PY = sys.executable
 TUNELAB = str(Path(sys.executable).with_name("tunelab"))
@@ -162,17 +161,7 @@ def test_a_dashboard_started_from_another_folder_binds_loopback_and_sigterm_leav
                             env={**os.environ, MARK: mark, "TUNELAB_DB": str(db), "TUNELAB_DEMO": "0"},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, proc.stdout.read()
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "tunelab serve did not become healthy"
-            time.sleep(0.5)
+        wait_healthy(proc, port)
         assert _listening(port) == ["127.0.0.1"]  # .streamlit/config.toml is not in this folder
         assert "streamlit" in _cmdline(proc.pid)  # the command became the server: no child to orphan
         proc.send_signal(signal.SIGTERM)

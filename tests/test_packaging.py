@@ -11,15 +11,13 @@ import subprocess
 import sys
 import sysconfig
 import textwrap
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from app.navigation import PAGE_TABLE
 from engine.io.paths import REPO_ROOT
-from tests.conftest import free_port
+from tests.conftest import free_port, wait_healthy
 
 pytestmark = pytest.mark.slow
 SHIPPED = ("engine", "storage", "workflows", "app", "pages", "pyproject.toml", "README.md")
@@ -111,17 +109,7 @@ def test_the_installed_command_serves_the_dashboard_from_another_folder(installe
                              "--no-demo"], cwd=tmp_path, env=clean, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, proc.stdout.read()
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "the installed dashboard did not become healthy"
-            time.sleep(0.5)
+        wait_healthy(proc, port)
         cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
         assert str(installed.parent.parent) in cmdline and "app/main.py" in cmdline  # the installed script
     finally:
