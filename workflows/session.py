@@ -36,7 +36,7 @@ class Measured:
     """What :meth:`StudySession.measure` did: which design, with which runner, and its progress."""
 
     design_id: int
-    runner: str
+    runner: dict[str, Any]  # Runner.describe(): its kind and settings
     progress: Progress
 
 
