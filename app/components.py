@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
@@ -11,11 +13,14 @@ from engine.errors import UserError
 from storage import Store, StoredStudy
 from workflows import StudySession
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 STUDY_KEY = "study"
 
 
 @contextmanager
-def guard():
+def guard() -> Iterator[None]:
     """Show bad input as one ``st.error`` line instead of a traceback."""
     try:
         yield
@@ -49,7 +54,7 @@ def study_picker(store: Store, label: str = "Study", key: str = STUDY_KEY) -> St
     return store.get_study(name)
 
 
-def continue_from_decisions(session: StudySession, key: str):
+def continue_from_decisions(session: StudySession, key: str) -> tuple[dict[str, Any], str | None, int | None]:
     """Offer to continue from the decisions log: hold the factors fixed so far and start from the
     model the last decision handed on. Returns (fixed, formula, step); ({}, None, None) if declined."""
     state = session.next_step()
@@ -62,11 +67,11 @@ def continue_from_decisions(session: StudySession, key: str):
 
 
 @st.cache_data(show_spinner="Preparing the candidate set…", max_entries=16)
-def _cached_candidates(_session: StudySession, db: str, study_id: int, fixed: str):
+def _cached_candidates(_session: StudySession, db: str, study_id: int, fixed: str) -> pd.DataFrame:
     return _session.candidates(json.loads(fixed))
 
 
-def study_candidates(session: StudySession, fixed: dict):
+def study_candidates(session: StudySession, fixed: Mapping[str, Any]) -> pd.DataFrame:
     """The study's candidate configurations with ``fixed`` factors held (cached per database and study)."""
     return _cached_candidates(session, session.store.path, session.study.id,
                               json.dumps(fixed, sort_keys=True, default=str))

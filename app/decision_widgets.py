@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -13,11 +14,11 @@ from engine.space.factors import Space
 from workflows import StudySession
 
 
-def fix_editor(space: Space, names: Sequence[str], proposed: Mapping, point: Mapping, key: str) -> dict:
+def fix_editor(space: Space, names: Sequence[str], proposed: Mapping[str, Any], point: Mapping[str, Any], key: str) -> dict[str, Any]:
     """A checkbox and a level per factor, pre-filled with the proposal; returns the chosen fix.
     ``key`` names the proposal, so a new proposal resets the widgets."""
     st.markdown("**Fix these factors** (pre-filled with the proposal; change anything before accepting):")
-    chosen = {}
+    chosen: dict[str, Any] = {}
     grid = st.columns(3)
     for i, name in enumerate(names):
         box = grid[i % 3]

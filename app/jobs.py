@@ -26,7 +26,7 @@ class Job:
     label: str
     started: float = field(default_factory=time.time)
     progress: Any = None
-    rows: list[dict] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
     result: Any = None
     error: str | None = None
     finished: float | None = None

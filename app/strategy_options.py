@@ -3,11 +3,23 @@ the Compare form offers exactly what ``tunelab tune --options`` and ``tunelab be
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import streamlit as st
 
 from engine.strategies import form_fields
+
+_N = TypeVar("_N", int, float)
+
+
+def _numbers(field: Mapping[str, Any], number: Callable[[Any], _N]) -> tuple[_N | None, _N | None, _N | None]:
+    """(low, high, default) of a numeric option as one numeric type (what Streamlit wants across value
+    and bounds); an exclusive bound is not offered."""
+    low = None if field["exclusive"] or field["low"] is None else number(field["low"])
+    high = None if field["exclusive"] or field["high"] is None else number(field["high"])
+    default = None if field["default"] is None else number(field["default"])
+    return low, high, default
 
 
 def option_widgets(strategy: str, key: str) -> dict[str, Any]:
@@ -28,15 +40,14 @@ def option_widgets(strategy: str, key: str) -> dict[str, Any]:
             choices = list(field["choices"])
             values[name] = where.selectbox(label, choices, index=choices.index(field["default"]), help=help_text,
                                            key=widget_key)
-        elif field["kind"] in ("int", "float"):
-            integer = field["kind"] == "int"
-            number = int if integer else float  # Streamlit wants one numeric type across value and bounds
-            low = None if field["exclusive"] or field["low"] is None else number(field["low"])
-            high = None if field["exclusive"] or field["high"] is None else number(field["high"])
-            default = None if field["default"] is None else number(field["default"])
-            values[name] = where.number_input(label, min_value=low, max_value=high, value=default,
-                                              step=1 if integer else None, format=None if integer else "%g",
+        elif field["kind"] == "int":
+            low, high, default = _numbers(field, int)
+            values[name] = where.number_input(label, min_value=low, max_value=high, value=default, step=1, format=None,
                                               help=help_text, key=widget_key)
+        elif field["kind"] == "float":
+            low_f, high_f, default_f = _numbers(field, float)
+            values[name] = where.number_input(label, min_value=low_f, max_value=high_f, value=default_f, step=None,
+                                              format="%g", help=help_text, key=widget_key)
         else:
             values[name] = where.text_input(label, value=str(field["default"] or ""), help=help_text, key=widget_key)
     return values

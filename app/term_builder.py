@@ -19,19 +19,25 @@ def _pair_label(pair: tuple[str, str]) -> str:
     return f"{pair[0]}:{pair[1]}"
 
 
+def _pair(label: str) -> tuple[str, str]:
+    """The factors of an ``a:b`` label (factor names are identifiers, so there is one colon)."""
+    first, _, second = label.partition(":")
+    return first, second
+
+
 def term_builder(space: Space, key: str, initial: str | None = None, response: str | None = None) -> str:
     """Render the builder and return the current formula (``~ ...`` or ``response ~ ...``)."""
     state = f"{key}_choice"
     version = f"{key}_version"
     text_key = f"{key}_formula"
     if state not in st.session_state:
-        choice = default_choice(space)
+        start = default_choice(space)
         if initial:
             try:
-                choice = from_formula(initial, space)
+                start = from_formula(initial, space)
             except (UserError, ValueError):
                 pass
-        st.session_state[state] = choice
+        st.session_state[state] = start
         st.session_state[version] = 0
     if text_key not in st.session_state:  # new, or dropped by Streamlit while the builder was hidden
         st.session_state[text_key] = to_formula(st.session_state[state], response)
@@ -71,7 +77,7 @@ def term_builder(space: Space, key: str, initial: str | None = None, response: s
     )
     updated = TermChoice(
         **ticked,
-        interactions=[tuple(p.split(":")) for p in picked],
+        interactions=[_pair(p) for p in picked],
         extra=list(choice.extra),
     )
     if updated != choice:
@@ -83,4 +89,5 @@ def term_builder(space: Space, key: str, initial: str | None = None, response: s
         st.error(error)
     if len(numeric) < len(space.factors):
         st.caption("Quadratic, cubic and inverse terms need numeric factors (categorical and boolean ones are linear only).")
-    return st.session_state[text_key]
+    formula: str = st.session_state[text_key]
+    return formula

@@ -63,7 +63,7 @@ class StudySpec:
         """+1 when smaller is better, -1 otherwise: ``sign * value`` is always minimised."""
         return 1.0 if self.direction == "minimize" else -1.0
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "description": self.description,
@@ -74,7 +74,7 @@ class StudySpec:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> StudySpec:
+    def from_dict(cls, data: Mapping[str, Any]) -> StudySpec:
         if not isinstance(data, Mapping):
             raise UserError("study spec: expected a mapping at the top level")
         if "name" not in data:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from storage.store import Store, StoreError, _json
+from storage.store import Store, StoreError, _first, _json
 
 RUN_COLUMNS = ["strategy", "rep", "seed", "value", "slowdown", "best_slowdown", "budget_used", "config", "trace"]
 
@@ -24,13 +24,13 @@ def _finite(value: Any) -> float | None:
     return float(value) if value is not None and math.isfinite(float(value)) else None
 
 
-def _trace(values) -> str:
+def _trace(values: Iterable[float]) -> str:
     """Best-so-far slowdowns as compact JSON (6 significant digits; null before the first success)."""
     return json.dumps([None if not math.isfinite(v) else float(f"{v:.6g}") for v in np.asarray(values, dtype=float)],
                       separators=(",", ":"))
 
 
-def save_comparison(store: Store, *, name: str, study: str | None, params: Mapping, summary: Any,
+def save_comparison(store: Store, *, name: str, study: str | None, params: Mapping[str, Any], summary: Any,
                     runs: pd.DataFrame) -> int:
     """Store a comparison and its runs; returns its id."""
     missing = [c for c in RUN_COLUMNS if c not in runs.columns]
@@ -48,10 +48,10 @@ def save_comparison(store: Store, *, name: str, study: str | None, params: Mappi
         "trace": [_trace(t) for t in runs["trace"]],
     })
     with store.transaction() as con:
-        comparison_id = con.execute(
+        comparison_id = _first(con.execute(
             "INSERT INTO comparisons (name, study, params, summary) VALUES (?, ?, ?, ?) RETURNING id",
             [name, study, _json(dict(params)), _json(summary)],
-        ).fetchone()[0]
+        ).fetchone())
         rows.insert(0, "comparison_id", comparison_id)
         store.insert_frame("comparison_runs", rows)
     return int(comparison_id)
@@ -73,7 +73,7 @@ def list_comparisons(store: Store, study: str | None = None) -> pd.DataFrame:
     return frame
 
 
-def load_comparison(store: Store, comparison_id: int) -> dict:
+def load_comparison(store: Store, comparison_id: int) -> dict[str, Any]:
     """One comparison: ``id``, ``name``, ``study``, ``params``, ``summary``, ``created_at`` and ``runs``
     (a DataFrame with the run columns; ``config`` and ``trace`` parsed back)."""
     row = store._one("SELECT id, name, study, params, summary, created_at FROM comparisons WHERE id = ?", [int(comparison_id)])

@@ -14,12 +14,13 @@ import re
 import socket
 import stat
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, TypeVar
 
 import duckdb
 import pandas as pd
@@ -44,8 +45,20 @@ class StudyNotFound(StoreError):
     pass
 
 
+_T = TypeVar("_T")
+
+#: One fetched row, as DuckDB returns it.
+Row = tuple[Any, ...]
+
+
 def _json(value: Any) -> str:
     return json.dumps(jsonable(value), separators=(",", ":"))
+
+
+def _first(row: Row | None) -> Any:
+    """The first column of the row a statement always returns (an aggregate, an ``INSERT ... RETURNING``)."""
+    assert row is not None, "the statement returned no row"
+    return row[0]
 
 
 @dataclass(frozen=True)
@@ -146,35 +159,35 @@ class Store:
     def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
         self.close()
 
-    def _run(self, query: str, params: Iterable | None, fetch: str):
+    def _run(self, query: str, params: Iterable[Any] | None,
+             fetch: Callable[[duckdb.DuckDBPyConnection], _T]) -> _T:
         """Execute and fetch under the lock: one DuckDB connection must not serve two threads at once."""
         with self._lock:
             try:
                 cursor = self._con.execute(query, list(params) if params is not None else None)
-                if fetch == "one":
-                    return cursor.fetchone()
-                if fetch == "all":
-                    return cursor.fetchall()
-                if fetch == "df":
-                    return cursor.df()
-                return None
+                return fetch(cursor)
             except duckdb.IOException as exc:
                 raise StoreError(f"database {self.path}: write failed ({str(exc).splitlines()[0]})") from None
 
-    def _exec(self, query: str, params: Iterable | None = None) -> None:
-        self._run(query, params, "none")
+    def _exec(self, query: str, params: Iterable[Any] | None = None) -> None:
+        self._run(query, params, lambda cursor: None)
 
-    def _one(self, query: str, params: Iterable | None = None):
-        return self._run(query, params, "one")
+    def _one(self, query: str, params: Iterable[Any] | None = None) -> Row | None:
+        return self._run(query, params, lambda cursor: cursor.fetchone())
 
-    def _all(self, query: str, params: Iterable | None = None) -> list:
-        return self._run(query, params, "all")
+    def _scalar(self, query: str, params: Iterable[Any] | None = None) -> Any:
+        """The first column of the one row ``query`` always returns."""
+        return _first(self._one(query, params))
 
-    def _df(self, query: str, params: Iterable | None = None) -> pd.DataFrame:
-        return self._run(query, params, "df")
+    def _all(self, query: str, params: Iterable[Any] | None = None) -> list[Row]:
+        return self._run(query, params, lambda cursor: cursor.fetchall())
+
+    def _df(self, query: str, params: Iterable[Any] | None = None) -> pd.DataFrame:
+        return self._run(query, params, lambda cursor: cursor.df())
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -213,7 +226,7 @@ class Store:
 
     @property
     def schema_version(self) -> int:
-        return int(self._one("SELECT max(version) FROM schema_version")[0])
+        return int(self._scalar("SELECT max(version) FROM schema_version"))
 
     # -- studies -------------------------------------------------------------------------------------
     def create_study(self, spec: StudySpec, table: pd.DataFrame | None = None) -> StoredStudy:
@@ -222,12 +235,12 @@ class Store:
             if self._one("SELECT 1 FROM studies WHERE name = ?", [spec.name]):
                 raise StoreError(f"study '{spec.name}' already exists; pick another name or delete it first")
             with self.transaction() as con:
-                study_id = con.execute(
+                study_id = _first(con.execute(
                     "INSERT INTO studies (name, description, objective, direction, runner, spec)"
                     " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
                     [spec.name, spec.description, spec.objective, spec.direction, _json(dict(spec.runner)),
                      _json(spec.to_dict())],
-                ).fetchone()[0]
+                ).fetchone())
                 if table is not None:
                     self._insert_table(study_id, spec, table)
         return self.get_study(spec.name)
@@ -296,11 +309,11 @@ class Store:
     def update_study_spec(self, name: str, spec: StudySpec) -> StoredStudy:
         """Replace a study's spec; refused once anything was measured, designed or imported for it."""
         study = self.get_study(name)
-        used = self._one(
+        used = self._scalar(
             "SELECT (SELECT count(*) FROM measurements WHERE study_id = $1) + (SELECT count(*) FROM designs"
             " WHERE study_id = $1) + (SELECT count(*) FROM table_rows WHERE study_id = $1)",
             [study.id],
-        )[0]
+        )
         if used:
             raise StoreError(f"study '{name}' already has data; save the edited space as a new study instead")
         if spec.name != name and self._one("SELECT 1 FROM studies WHERE name = ?", [spec.name]):
@@ -341,7 +354,7 @@ class Store:
         strategy: str | None = None,
         step: int | None = None,
         design_id: int | None = None,
-        metadata: Mapping | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> int | None:
         """Commit one measurement now. Returns its id, or None if that (config, repeat) was already stored."""
         if status not in STATUSES:
@@ -350,10 +363,10 @@ class Store:
         value = None if value is None or not math.isfinite(float(value)) else float(value)
         with self._lock:
             if repeat is None:
-                repeat = self._one(
+                repeat = self._scalar(
                     "SELECT coalesce(max(repeat) + 1, 0) FROM measurements WHERE study_id = ? AND config_key = ?",
                     [study.id, key],
-                )[0]
+                )
             row = self._one(
                 "INSERT INTO measurements (study_id, config_key, repeat, value, status, error, host, started_at,"
                 " finished_at, strategy, step, design_id, metadata) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
@@ -392,8 +405,8 @@ class Store:
         name: str,
         kind: str,
         formula: str | None = None,
-        params: Mapping | None = None,
-        criteria: Mapping | None = None,
+        params: Mapping[str, Any] | None = None,
+        criteria: Mapping[str, Any] | None = None,
         forced: Iterable[bool] | None = None,
         step: int | None = None,
     ) -> int:
@@ -402,11 +415,11 @@ class Store:
         forced_flags = list(forced) if forced is not None else [False] * len(keys)
         with self._lock:
             with self.transaction() as con:
-                design_id = con.execute(
+                design_id = _first(con.execute(
                     "INSERT INTO designs (study_id, name, kind, formula, params, criteria, step)"
                     " VALUES (?,?,?,?,?,?,?) RETURNING id",
                     [study.id, name, kind, formula, _json(dict(params or {})), _json(dict(criteria or {})), step],
-                ).fetchone()[0]
+                ).fetchone())
                 self.insert_frame("design_rows", pd.DataFrame(
                     {"design_id": design_id, "position": range(len(keys)), "config_key": keys,
                      "forced": [bool(f) for f in forced_flags]}
@@ -449,12 +462,12 @@ class Store:
 
     # -- models, decisions, exports ----------------------------------------------------------------------
     def save_model(self, study: StoredStudy, *, formula: str, transform: str, coefficients: Any, anova: Any,
-                   lam: float | None = None, summary: Mapping | None = None, step: int | None = None) -> int:
-        return int(self._one(
+                   lam: float | None = None, summary: Mapping[str, Any] | None = None, step: int | None = None) -> int:
+        return int(self._scalar(
             "INSERT INTO models (study_id, step, formula, transform, box_cox_lambda, coefficients, anova, summary)"
             " VALUES (?,?,?,?,?,?,?,?) RETURNING id",
             [study.id, step, formula, transform, lam, _json(coefficients), _json(anova), _json(dict(summary or {}))],
-        )[0])
+        ))
 
     def models(self, name: str) -> pd.DataFrame:
         study = self.get_study(name)
@@ -463,22 +476,22 @@ class Store:
     def log_decision(self, study: StoredStudy, *, kind: str, proposed: Any, chosen: Any, outcome: str, actor: str,
                      explanation: str = "", evidence: Any = None, step: int | None = None) -> int:
         """Append to the audit log: what was proposed, what was chosen, by whom, on what evidence."""
-        return int(self._one(
+        return int(self._scalar(
             "INSERT INTO decisions (study_id, step, kind, proposed, chosen, outcome, actor, explanation, evidence)"
             " VALUES (?,?,?,?,?,?,?,?,?) RETURNING id",
             [study.id, step, kind, _json(proposed), None if chosen is None else _json(chosen), outcome, actor,
              explanation, _json(evidence if evidence is not None else {})],
-        )[0])
+        ))
 
     def decisions(self, name: str) -> pd.DataFrame:
         study = self.get_study(name)
         return self._df("SELECT * FROM decisions WHERE study_id = ? ORDER BY id", [study.id])
 
     def log_export(self, study: StoredStudy, fmt: str, path: str | None, size: int | None) -> int:
-        return int(self._one(
+        return int(self._scalar(
             "INSERT INTO exports (study_id, format, path, bytes) VALUES (?,?,?,?) RETURNING id",
             [study.id, fmt, path, size],
-        )[0])
+        ))
 
     def exports(self, name: str) -> pd.DataFrame:
         study = self.get_study(name)

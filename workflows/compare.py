@@ -10,6 +10,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -50,7 +51,7 @@ class Compared:
 
 
 def compare(table: BenchTable, strategies: Sequence[str], *, reps: int, budget: int, jobs: int, seed: int,
-            preset_name: str = "paper", options: Mapping[str, Mapping] | None = None,
+            preset_name: str = "paper", options: Mapping[str, Mapping[str, Any]] | None = None,
             progress: Progress | None = None, store: Store | None = None, name: str | None = None,
             study: str | None = None) -> Compared:
     """Run the comparison with a preset (its options and budgets, then ``options`` over it); store it
@@ -77,7 +78,7 @@ def saved_comparisons(store: Store, study: str) -> pd.DataFrame:
     return list_comparisons(store, study=study)
 
 
-def open_comparison(store: Store, comparison_id: int) -> tuple[dict, Comparison]:
+def open_comparison(store: Store, comparison_id: int) -> tuple[dict[str, Any], Comparison]:
     """A stored comparison's record and the comparison rebuilt from it."""
     record = load_comparison(store, comparison_id)
     return record, Comparison(params=record["params"], runs=record["runs"])

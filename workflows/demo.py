@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import shutil
+from typing import TYPE_CHECKING
 
 from engine.io.paths import data_dir
 from engine.io.spec import TEMPLATES, parse_spec
-from storage import Store
+from storage import Store, StoredStudy
+
+if TYPE_CHECKING:
+    from engine.study import StudySpec
 
 TOY_STUDY = "Paper toy problem"
 LAPLACIAN_STUDY = "GPU Laplacian (K40c)"
@@ -17,7 +21,7 @@ MATMUL_N = 384
 
 def seed_demo_studies(store: Store) -> list[str]:
     """Create the demo studies that are missing; returns the names created."""
-    created = []
+    created: list[str] = []
     existing = set(store.study_names())
     if TOY_STUDY not in existing:
         spec = parse_spec(TEMPLATES["Paper toy problem (8 factors)"], "yaml")
@@ -43,7 +47,7 @@ def seed_demo_studies(store: Store) -> list[str]:
     return created
 
 
-def _measure_screening(store: Store, study) -> None:
+def _measure_screening(store: Store, study: StoredStudy) -> None:
     """Step A of the paper's tutorial: a 12-run Plackett–Burman design, measured (synthetic, instant)."""
     from engine.design import plackett_burman
     from engine.execution import Campaign
@@ -58,7 +62,7 @@ def _measure_screening(store: Store, study) -> None:
                                                                         strategy="screening", step=1))
 
 
-def matmul_spec():
+def matmul_spec() -> StudySpec:
     """The real local demo: the built-in matrix multiply kernel, compiled with gcc and timed here."""
     from engine.runners.ckernel import KERNELS
     from engine.study import StudySpec

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from engine.execution import Campaign, executor_from_name
 from engine.runners.base import MeasureResult, Runner
 
 
-def measure_once(runner: Runner, config: dict, *, executor: str = "local", workers: int | None = None,
+def measure_once(runner: Runner, config: dict[str, Any], *, executor: str = "local", workers: int | None = None,
                  scheduler: str | None = None) -> list[MeasureResult]:
     """Every repeat's result for ``config``, measured on the named executor."""
     results: list[MeasureResult] = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -26,6 +26,10 @@ from engine.study import StudySpec
 from storage import Store, StoredStudy, database_files
 from workflows.recording import Echo, store_recorder
 from workflows.reporting import best_or_none, model_tables, report_html, results_frame
+
+if TYPE_CHECKING:
+    from engine.analysis.decision import Decision
+    from engine.analysis.summary import Analysis
 
 BEST_SOURCES = ("measured", "predicted")
 STUDY_FORMATS = ("json", "csv")
@@ -47,7 +51,7 @@ class Tuned:
     strategy: str
     step: int
     result: TuningResult
-    waiting: Any  # the pending engine.analysis.Decision, or None
+    waiting: Decision | None  # the proposal the run waits for a person to answer
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,7 @@ class StudySession:
 
         return runner_from_spec(self.spec.runner, space=self.spec.space, table=self.table())
 
-    def candidates(self, fixed: Mapping | None = None, seed: int = 0) -> pd.DataFrame:
+    def candidates(self, fixed: Mapping[str, Any] | None = None, seed: int = 0) -> pd.DataFrame:
         """Where a model looks for the best configuration, with ``fixed`` factors held."""
         return candidate_set(self.spec, self.table(), seed=seed, fixed=dict(fixed or {}))
 
@@ -146,7 +150,7 @@ class StudySession:
         return Measured(design_id, runner.describe(), progress)
 
     # -- tuning with a strategy, and the decisions it waits for ------------------------------------
-    def tune(self, strategy: str, budget: int, *, seed: int = 0, options: Mapping | None = None,
+    def tune(self, strategy: str, budget: int, *, seed: int = 0, options: Mapping[str, Any] | None = None,
              auto: bool = False, echo: Echo | None = None) -> Tuned:
         """Run a strategy with the study's runner until its budget is spent or it waits for a person;
         every measurement and decision is stored as it comes. Run again to resume: what is stored
@@ -164,14 +168,15 @@ class StudySession:
         searcher = make_strategy(strategy, domain, budget, seed, self.spec.direction, options)
         store, study = self.store, self.study
 
-        def record(config: dict, result: MeasureResult, name: str, step: int) -> None:
+        def record(config: dict[str, Any], result: MeasureResult, name: str, step: int) -> None:
             store_recorder(store, study, strategy=name, step=step, echo=echo)(config, result)
 
-        def log(decision: Any, step: int) -> None:
+        def log(decision: Decision, step: int) -> None:
             if decision.by == "auto" and review.taken(store.decisions(study.name), run_id, step)[0] is None:
                 store.log_decision(study, **review.log_entry(run_id, decision, step))
 
-        def ask_person(proposal: Any, step: int) -> Any:
+        def ask_person(proposal: Decision, step: int) -> Decision | None:
+            answer: Decision | None
             answer, logged = review.taken(store.decisions(study.name), run_id, step)
             if answer is None and not logged:
                 store.log_decision(study, **review.log_entry(run_id, proposal, step))
@@ -182,12 +187,12 @@ class StudySession:
                       review=ask_person)
         return Tuned(searcher.name, searcher.step, result, searcher.pending_decision)
 
-    def pending_decision(self) -> dict | None:
+    def pending_decision(self) -> dict[str, Any] | None:
         """The proposal a paused tuning run waits for: ``{"run", "step", "decision", "id"}``, or None."""
         return review.pending(self.store.decisions(self.name))
 
-    def answer(self, action: str, actor: str, *, fix: Mapping | None = None, formula: str | None = None,
-               note: str | None = None) -> tuple[int, Any]:
+    def answer(self, action: str, actor: str, *, fix: Mapping[str, Any] | None = None, formula: str | None = None,
+               note: str | None = None) -> tuple[int, Decision]:
         """Accept, edit or reject what a paused tuning run waits for; returns (step, the decision taken)."""
         waiting = self.pending_decision()
         if waiting is None:
@@ -196,11 +201,12 @@ class StudySession:
         self.store.log_decision(self.study, **review.log_entry(waiting["run"], decision, waiting["step"]))
         return waiting["step"], decision
 
-    def record_decision(self, decision: Any, step: int | None, analysis: Any = None) -> None:
+    def record_decision(self, decision: Decision, step: int | None, analysis: Analysis | None = None) -> None:
         """Log a decision taken on an analysis (accepted, edited or rejected); an applied one also
         stores the model it was based on, which the predicted best and the next step start from."""
         from engine.analysis import coefficient_table
 
+        assert decision.by is not None, "a proposed decision has no author yet; settle or reject it first"
         record = decision.to_record()
         applied = decision.status in ("accepted", "edited")
         if applied and analysis is not None:
@@ -239,7 +245,7 @@ class StudySession:
         """The best measured configuration, or None while nothing was measured successfully."""
         return best_or_none(self.study, self.results())
 
-    def latest_model(self) -> dict | None:
+    def latest_model(self) -> dict[str, Any] | None:
         """The latest stored model (formula, transform), or None."""
         models = self.store.models(self.name)
         return None if models.empty else {"formula": models.iloc[-1]["formula"], "transform": models.iloc[-1]["transform"]}
@@ -282,7 +288,7 @@ class StudySession:
         self.store.log_export(self.study, fmt, None, size)
 
 
-def decision_fix_text(chosen: Mapping | None) -> str:
+def decision_fix_text(chosen: Mapping[str, Any] | None) -> str:
     """``a = 1, b = 2`` for the factors a decision fixes, or 'nothing'."""
     fix = (chosen or {}).get("fix") or {}
     return ", ".join(f"{k} = {v}" for k, v in fix.items()) or "nothing"

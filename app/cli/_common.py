@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from storage import Store
 
 #: Upper bounds of counts on the command line: beyond them a design or a campaign cannot fit in
 #: memory or finish (``design lhs --runs 1000000000`` used to try until the machine gave out).
@@ -24,7 +29,8 @@ def bounded(low: int, high: int) -> type[argparse.Action]:
     an integer outside ``low``..``high``."""
 
     class Bounded(argparse.Action):
-        def __call__(self, parser, namespace, value, option_string=None) -> None:
+        def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, value: Any,
+                     option_string: str | None = None) -> None:
             if not low <= value <= high:
                 parser.error(f"{option_string} {value}: must be from {low:,} to {high:,}")
             setattr(namespace, self.dest, value)
@@ -33,7 +39,7 @@ def bounded(low: int, high: int) -> type[argparse.Action]:
 
 
 @contextmanager
-def open_store(args: argparse.Namespace):
+def open_store(args: argparse.Namespace) -> Iterator[Store]:
     """The store named by ``--db``; imported lazily so commands without a database stay fast."""
     from storage import Store
 

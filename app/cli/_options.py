@@ -37,7 +37,7 @@ def parse_json(text: str | None) -> Any:
         raise UserError(f"--options: not valid JSON ({exc.msg} at column {exc.colno})") from None
 
 
-def check_strategy_options(strategy: str, options: Any) -> dict:
+def check_strategy_options(strategy: str, options: Any) -> dict[str, Any]:
     """``options`` (a parsed JSON object) checked against ``strategy``'s options table, one line per
     refusal; returned as given, defaults not filled in (a tuning run's key hashes exactly these)."""
     from engine.strategies.registry import validate

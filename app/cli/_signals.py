@@ -12,6 +12,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import FrameType
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
@@ -28,7 +29,7 @@ class Terminated(KeyboardInterrupt):
         return signal.Signals(self.signum).name
 
 
-def _raise(signum: int, frame) -> None:
+def _raise(signum: int, frame: FrameType | None) -> None:
     raise Terminated(signum)
 
 

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.cli._common import add_json
 from app.cli._output import emit
 from engine.analysis.options import ANOVA_TYPES, REPEATS, TRANSFORMS
 from engine.errors import UserError
 
+if TYPE_CHECKING:
+    import pandas as pd
 
-def register(sub: argparse._SubParsersAction) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("analyze", help="fit a linear model: ANOVA, coefficients, Box-Cox, ncvTest, predicted minimum")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--csv", help="measurements (one row per configuration or per repeat)")
@@ -31,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def load_measurements(args: argparse.Namespace):
+def load_measurements(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """(measurements, default candidates) from ``--csv`` or ``--study``."""
     if args.csv:
         return _read_csv(args.csv, "--csv"), None
@@ -71,7 +75,7 @@ def _transform(text: str) -> str | float:
         raise UserError(f"--transform {text!r}: expected one of {', '.join(TRANSFORMS)} or a number") from None
 
 
-def _read_csv(path: str, option: str):
+def _read_csv(path: str, option: str) -> pd.DataFrame:
     import pandas as pd
 
     if not Path(path).is_file():

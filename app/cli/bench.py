@@ -9,12 +9,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from app.cli._common import MAX_COUNT, MAX_SEED, MAX_WORKERS, add_json, bounded
 from app.cli._output import emit
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("bench", help="compare search strategies offline on an exhaustive table (slowdown vs budget)")
     p.add_argument("--table", required=True, metavar="FILE_OR_STUDY",
                    help="CSV table, Kernel Tuner cache (.json/.json.gz) or the name of a stored table study")
@@ -33,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _options(text: str | None) -> dict:
+def _options(text: str | None) -> dict[str, dict[str, Any]]:
     """``{"STRATEGY": {"option": value}}``, each strategy's options checked by name and type."""
     from app.cli._options import check_strategy_options, parse_json
     from engine.errors import UserError

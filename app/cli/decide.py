@@ -10,12 +10,16 @@ The answer is appended to the decisions log; run the same ``tunelab tune`` comma
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
 
 from app.cli._common import add_json, open_store
 from app.cli._output import emit
 
+if TYPE_CHECKING:
+    from engine.space.factors import Space
 
-def register(sub: argparse._SubParsersAction) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("decide", help="answer the decision a paused tuning run (tune without --auto) waits for")
     p.add_argument("--study", required=True, help="study name")
     p.add_argument("action", choices=["accept", "edit", "reject"], help="what to do with the proposal")
@@ -28,11 +32,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def parse_fix(items: list[str], space) -> dict:
+def parse_fix(items: list[str], space: Space) -> dict[str, Any]:
     """``FACTOR=LEVEL`` texts to a fix mapping; a level is matched against the factor's levels as text."""
     from engine.errors import UserError
 
-    fix = {}
+    fix: dict[str, Any] = {}
     for item in items:
         name, sep, text = item.partition("=")
         name, text = name.strip(), text.strip()

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from engine.space.factors import Space
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     design = sub.add_parser("design", help="generate an experimental design (factorial, lhs, pb, dopt, ...)")
     kinds = design.add_subparsers(dest="kind", metavar="KIND")
     kinds.required = True
@@ -66,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--polish", type=int, default=12, action=bounded(0, 1000), help="polishing rounds per start (default 12)")
 
 
-def _kind(kinds: argparse._SubParsersAction, name: str, help_text: str) -> argparse.ArgumentParser:
+def _kind(kinds: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_text: str) -> argparse.ArgumentParser:
     p = kinds.add_parser(name, help=help_text)
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--spec", help="study spec file (YAML or TOML): design over its space")
@@ -115,7 +115,7 @@ def _generate(args: argparse.Namespace) -> DesignResult:
 
     source = load_source(args)
     if args.kind == "dopt":
-        return optimal_design(
+        chosen: DesignResult = optimal_design(
             source,
             args.formula,
             args.trials,
@@ -126,6 +126,7 @@ def _generate(args: argparse.Namespace) -> DesignResult:
             exclude=_rows(args.exclude, "exclude"),
             polish=args.polish,
         )
+        return chosen
     if isinstance(source, pd.DataFrame):
         factors = [f.strip() for f in args.factors.split(",") if f.strip()] if args.factors else None
         source = CandidateTable(source, factors)

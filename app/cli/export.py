@@ -11,12 +11,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.cli._common import add_json, open_store, output_place
 from app.cli._output import emit
 
+if TYPE_CHECKING:
+    from workflows.session import Written
 
-def register(sub: argparse._SubParsersAction) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     exp = sub.add_parser("export", help="export studies and results as files")
     what = exp.add_subparsers(dest="what", metavar="WHAT")
     what.required = True
@@ -52,14 +56,14 @@ def _target(out: str, default_name: str) -> tuple[Path, str]:
     return output_place(out)
 
 
-def _said(written) -> str:
+def _said(written: Written) -> str:
     """The written file's path; replacing an existing file is said on stderr."""
     if written.replaced:
         print(f"tunelab: replaced the existing file {written.path}", file=sys.stderr)
     return str(written.path)
 
 
-def _study(args) -> int:
+def _study(args: argparse.Namespace) -> int:
     from workflows import StudySession
 
     with open_store(args) as store:
@@ -71,7 +75,7 @@ def _study(args) -> int:
     return 0
 
 
-def _best(args) -> int:
+def _best(args: argparse.Namespace) -> int:
     from engine.io.best import best_filename
     from workflows import StudySession
 
@@ -85,7 +89,7 @@ def _best(args) -> int:
     return 0
 
 
-def _report(args) -> int:
+def _report(args: argparse.Namespace) -> int:
     from engine.io.export import safe_filename
     from workflows import StudySession
 

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import TYPE_CHECKING
 
 from app.cli._common import add_json, open_store
 from app.cli._output import emit
 
+if TYPE_CHECKING:
+    from engine.io.table_import import ImportedTable
 
-def register(sub: argparse._SubParsersAction) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     imp = sub.add_parser("import", help="import a measured table (CSV) or a Kernel Tuner cache as a study")
     kinds = imp.add_subparsers(dest="kind", metavar="KIND")
     kinds.required = True
@@ -31,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_kt_cache)
 
 
-def _store_import(args, imported, started: float) -> int:
+def _store_import(args: argparse.Namespace, imported: ImportedTable, started: float) -> int:
     with open_store(args) as store:
         study = store.create_study(imported.spec, imported.table)
     report = {"study": study.name, **imported.report, "seconds": round(time.perf_counter() - started, 3)}
@@ -44,7 +48,7 @@ def _store_import(args, imported, started: float) -> int:
     return 0
 
 
-def _table(args) -> int:
+def _table(args: argparse.Namespace) -> int:
     from engine.io.table_import import import_table
 
     started = time.perf_counter()
@@ -52,7 +56,7 @@ def _table(args) -> int:
     return _store_import(args, imported, started)
 
 
-def _kt_cache(args) -> int:
+def _kt_cache(args: argparse.Namespace) -> int:
     from engine.io.ktcache import import_kt_cache
 
     started = time.perf_counter()

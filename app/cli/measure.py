@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
 
 from app.cli._common import MAX_RUNS, add_json, bounded
 from app.cli._output import emit
 from app.cli.run import add_executor, check_executor_args
 
+if TYPE_CHECKING:
+    from engine.runners.ckernel import Kernel
+
 _TRUE, _FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off"}
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("measure", help="measure one configuration of a built-in C kernel (mm, bicg, gesummv, jacobi2d)")
     p.add_argument("--kernel", required=True, help="built-in kernel name")
     p.add_argument("--set", action="append", default=[], metavar="FACTOR=VALUE",
@@ -25,10 +29,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_measure)
 
 
-def parse_settings(kernel, items: list[str]) -> dict:
+def parse_settings(kernel: Kernel, items: list[str]) -> dict[str, Any]:
     """``FACTOR=VALUE`` strings as typed values, by the kind of the kernel's factor."""
     space = kernel.space()
-    config = {}
+    config: dict[str, Any] = {}
     for item in items:
         name, sep, text = item.partition("=")
         name, text = name.strip(), text.strip()
@@ -52,7 +56,7 @@ def parse_settings(kernel, items: list[str]) -> dict:
     return config
 
 
-def _measure(args) -> int:
+def _measure(args: argparse.Namespace) -> int:
     import statistics
 
     from engine.runners.ckernel import CKernelRunner, kernel_named
@@ -65,14 +69,14 @@ def _measure(args) -> int:
     results = measure_once(runner, config, executor=args.executor, workers=args.workers, scheduler=args.scheduler)
     ok = [r for r in results if r.ok]
     meta = results[0].metadata if results else {}
-    data = {"kernel": kernel.name, "n": runner.n, "config": config, "flags": meta.get("flags"),
+    data: dict[str, Any] = {"kernel": kernel.name, "n": runner.n, "config": config, "flags": meta.get("flags"),
             "baseline_s": meta.get("baseline_s"), "results": [r.to_dict() for r in results],
-            "median_s": statistics.median(r.value for r in ok) if ok else None}
+            "median_s": statistics.median(r.value for r in ok if r.value is not None) if ok else None}
     if data["median_s"] and data["baseline_s"]:
         data["speedup"] = data["baseline_s"] / data["median_s"]
     lines = [f"kernel {kernel.name} ({kernel.title}) n={runner.n} {config or '(baseline)'}",
              f"  flags: {meta.get('flags', '?')}"]
-    lines += [f"  repeat {r.repeat}: {r.status} " + (f"{r.value * 1e3:.4g} ms" if r.ok else (r.error or "")) for r in results]
+    lines += [f"  repeat {r.repeat}: {r.status} " + (f"{r.value * 1e3:.4g} ms" if r.ok and r.value is not None else (r.error or "")) for r in results]
     if ok:
         lines.append(f"median {data['median_s'] * 1e3:.4g} ms" + (
             f"; speed-up {data['speedup']:.3g}x over gcc -O3 baseline {data['baseline_s'] * 1e3:.4g} ms" if "speedup" in data else ""))

@@ -7,9 +7,13 @@ stopped and re-measures nothing already stored (repeats continue their numbering
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
 
 from app.cli._common import MAX_RUNS, MAX_SEED, MAX_WORKERS, add_json, bounded, open_store
 from app.cli._output import emit
+
+if TYPE_CHECKING:
+    from engine.runners.base import MeasureResult
 
 
 def add_executor(parser: argparse.ArgumentParser, choices: tuple[str, ...] | None = None) -> None:
@@ -28,7 +32,7 @@ def check_executor_args(args: argparse.Namespace) -> None:
         raise ValueError(f"--scheduler {args.scheduler}: only used with --executor dask")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("run", help="measure a study's pending design rows, committing each result as it arrives")
     p.add_argument("--study", required=True, help="study name")
     p.add_argument("--design", type=int, action=bounded(1, MAX_SEED), help="design id (default: the latest design with pending rows)")
@@ -38,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
-def _run(args) -> int:
+def _run(args: argparse.Namespace) -> int:
     from engine.space.configs import config_key
     from workflows import StudySession
 
@@ -47,7 +51,7 @@ def _run(args) -> int:
         session = StudySession(store, args.study)
         space = session.spec.space
 
-        def echo(config, result) -> None:
+        def echo(config: dict[str, Any], result: MeasureResult) -> None:
             shown = "" if result.value is None else f" {result.value:.6g}"
             error = f" ({result.error.splitlines()[0][:160]})" if result.error else ""
             print(f"committed {config_key(space, config)} repeat {result.repeat}: {result.status}{shown}{error}", flush=True)

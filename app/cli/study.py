@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
 from app.cli._common import add_json, open_store
 from app.cli._output import emit
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     study = sub.add_parser("study", help="list, show, create or delete studies")
     actions = study.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
@@ -35,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_delete)
 
 
-def _list(args) -> int:
+def _list(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         frame = store.list_studies()
     columns = ["name", "objective", "direction", "runner", "factors", "size", "table_valid", "measured", "measurements"]
@@ -44,7 +45,7 @@ def _list(args) -> int:
     return 0
 
 
-def _show(args) -> int:
+def _show(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         study = store.get_study(args.name)
         summary = store.list_studies().set_index("name").loc[args.name]
@@ -71,12 +72,12 @@ def _show(args) -> int:
     return 0
 
 
-def _short(levels) -> str:
+def _short(levels: Sequence[object]) -> str:
     shown = ", ".join(str(v) for v in levels[:8])
     return shown + (f", … ({len(levels)})" if len(levels) > 8 else "")
 
 
-def _create(args) -> int:
+def _create(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from engine.io.spec import load_spec
@@ -91,7 +92,7 @@ def _create(args) -> int:
     return 0
 
 
-def _delete(args) -> int:
+def _delete(args: argparse.Namespace) -> int:
     import sys
 
     if not args.yes:

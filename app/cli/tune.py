@@ -16,7 +16,7 @@ from app.cli._common import MAX_COUNT, MAX_SEED, add_json, bounded, open_store
 from app.cli._output import emit
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("tune", help="run a search strategy (DLMT, RS, BO, ...) on a study with its runner",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog_from=_options_help)
     p.add_argument("--study", required=True, help="study name")

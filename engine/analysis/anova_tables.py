@@ -37,7 +37,8 @@ def significant_terms(table: pd.DataFrame, threshold: float) -> list[str]:
     """Terms (R names) whose p-value is below ``threshold``; the intercept never counts."""
     p = table["Pr(>F)"]
     keep = (p < threshold) & ~table["term"].isin(["Residuals", "(Intercept)"])
-    return table.loc[keep, "term"].tolist()
+    terms: list[str] = table.loc[keep, "term"].tolist()
+    return terms
 
 
 def _type1(model: LinearModel) -> list[tuple[str, int, float]]:

@@ -66,6 +66,7 @@ def complete_rows(formula: ParsedFormula, data: pd.DataFrame) -> CompleteRows:
             f"formula {formula.text!r}: {k} coefficients need at least {k + 1} rows with measurements; got {n}{dropped}"
         )
     y = matrix.y
+    assert y is not None, "a formula with a response has y"
     if np.ptp(y) == 0:
         raise AnalysisError(f"response {formula.response!r} is constant ({y[0]:.6g}) on all {n} rows: nothing to explain")
     return CompleteRows(data, matrix, n_excluded)

@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -40,11 +41,11 @@ class Decision:
     transform: str
     threshold: float
     anova_type: int
-    proposed: dict
+    proposed: dict[str, Any]
     explanation: tuple[str, ...]
-    evidence: dict
+    evidence: dict[str, Any]
     status: str = "proposed"
-    chosen: dict | None = None
+    chosen: dict[str, Any] | None = None
     by: str | None = None
     note: str | None = None
     created_at: str = field(default_factory=_now)
@@ -57,7 +58,7 @@ class Decision:
         self,
         by: str,
         *,
-        fix: Mapping | None = None,
+        fix: Mapping[str, Any] | None = None,
         formula: str | None = None,
         transform: str | None = None,
         note: str | None = None,
@@ -70,7 +71,7 @@ class Decision:
         }
         return replace(self, status="edited", chosen=chosen, by=by, note=note, decided_at=_now())
 
-    def settle(self, by: str, *, fix: Mapping | None = None, formula: str | None = None,
+    def settle(self, by: str, *, fix: Mapping[str, Any] | None = None, formula: str | None = None,
                note: str | None = None) -> Decision:
         """Accept when ``fix`` and ``formula`` leave the proposal as it is, else record the edit
         (what a person's "accept" button means after touching the pre-filled widgets)."""
@@ -81,9 +82,9 @@ class Decision:
     def reject(self, by: str, note: str | None = None) -> Decision:
         return replace(self, status="rejected", chosen=None, by=by, note=note, decided_at=_now())
 
-    def to_record(self) -> dict:
+    def to_record(self) -> dict[str, Any]:
         """A JSON-able dict with every field (what the decisions log stores)."""
-        return jsonable(
+        record: dict[str, Any] = jsonable(
             {
                 "formula": self.formula,
                 "transform": self.transform,
@@ -100,9 +101,10 @@ class Decision:
                 "decided_at": self.decided_at,
             }
         )
+        return record
 
     @classmethod
-    def from_record(cls, record: Mapping) -> Decision:
+    def from_record(cls, record: Mapping[str, Any]) -> Decision:
         if record.get("status") not in OUTCOMES:
             raise AnalysisError(f"decision record: status {record.get('status')!r} is not one of {', '.join(OUTCOMES)}")
         values = dict(record)
@@ -116,7 +118,7 @@ def propose_decision(
     *,
     candidates: pd.DataFrame | None = None,
     valid: Validity = None,
-    best: Mapping | None = None,
+    best: Mapping[str, Any] | None = None,
     anova_type: int = 1,
 ) -> Decision:
     """Fix every factor of a term with p < ``threshold`` at the predicted best (``best``, or the
@@ -160,7 +162,7 @@ def propose_decision(
     )
 
 
-def _reason(model: LinearModel, factor: str, row: pd.Series, best: Mapping, candidates: pd.DataFrame | None) -> str:
+def _reason(model: LinearModel, factor: str, row: pd.Series, best: Mapping[str, Any], candidates: pd.DataFrame | None) -> str:
     """``lws_y: F = 48.2, p = 3e-06 — fix at 2, predicted -31% time vs its other levels``.
 
     The comparison holds every other model factor at the best point and, given candidates, uses only

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -47,9 +48,10 @@ class LinearModel:
     def fit(self, data: pd.DataFrame) -> LinearModel:
         _check_transform(self.transform)
         parsed = parse(self.formula, data.columns)
-        rows = complete_rows(parsed, data)
+        rows = complete_rows(parsed, data)  # refuses a formula without a response
+        assert parsed.response is not None and rows.matrix.y is not None
         self.formula_ = parsed
-        self.response_ = parsed.response
+        self.response_: str = parsed.response
         self.data_ = rows.data
         self.n_excluded_ = rows.n_excluded
         self.matrix_ = rows.matrix
@@ -62,7 +64,7 @@ class LinearModel:
         self.column_names_ = tuple(names[i] for i in self.kept_)
         kept = set(self.kept_.tolist())
         self.aliased_ = tuple(n for i, n in enumerate(names) if i not in kept)
-        self.y_raw_ = rows.matrix.y
+        self.y_raw_: np.ndarray = rows.matrix.y
         if self.n_ <= self.qr_.rank:
             raise AnalysisError(f"formula {self.formula!r}: no residual degrees of freedom ({self.n_} rows, rank {self.qr_.rank})")
         self.ncv_untransformed_ = ncv_test(self.qr_.resid(self.y_raw_), self.qr_.fitted(self.y_raw_))
@@ -112,7 +114,7 @@ class LinearModel:
             except TransformError:
                 if choice in ("boxcox", "boxcox-round"):
                     raise
-        if isinstance(choice, (int, float)) and not isinstance(choice, bool):
+        if not isinstance(choice, str):  # a finite number: _check_transform refused everything else
             require_positive(self.y_raw_, self.response_, f"bcPower({choice})")
             return power, Transform(float(choice))
         if choice == "none":
@@ -125,10 +127,11 @@ class LinearModel:
                 return power, Transform()
         else:
             require_positive(self.y_raw_, self.response_)
+        assert power is not None  # a positive response has one, or power_transform raised above
         return power, Transform(power.lambda_rounded if choice.endswith("round") else power.lambda_)
 
 
-def _check_transform(choice) -> None:
+def _check_transform(choice: str | float) -> None:
     if isinstance(choice, (int, float)) and not isinstance(choice, bool):
         if not math.isfinite(choice):
             raise AnalysisError(f"transform: lambda must be finite, got {choice}")
@@ -174,7 +177,7 @@ class FitSummary:
     aliased: tuple[str, ...]
     transform: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

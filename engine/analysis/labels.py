@@ -38,7 +38,9 @@ def split_factors(label: str) -> tuple[str, ...]:
     Quotes inside ``(...)`` are Python strings (``I(opt == 'a:b')``); a level's ``[T.…]`` is opaque
     up to its ``]``, whatever characters the level holds.
     """
-    parts, opened, start, quote = [], [], 0, ""
+    parts: list[str] = []
+    opened: list[str] = []
+    start, quote = 0, ""
     for i, char in enumerate(label):
         top = opened[-1] if opened else ""
         if quote:

@@ -34,20 +34,24 @@ class QR:
         return len(self.kept)
 
     def effects(self, y: np.ndarray) -> np.ndarray:
-        return self.Q.T @ y
+        effects: np.ndarray = self.Q.T @ y
+        return effects
 
     def fitted(self, y: np.ndarray) -> np.ndarray:
-        return self.Q @ (self.Q.T @ y)
+        fitted: np.ndarray = self.Q @ (self.Q.T @ y)
+        return fitted
 
     def resid(self, y: np.ndarray) -> np.ndarray:
-        return y - self.fitted(y)
+        resid: np.ndarray = y - self.fitted(y)
+        return resid
 
     def rss(self, y: np.ndarray) -> float:
         r = self.resid(y)
         return float(r @ r)
 
     def leverage(self) -> np.ndarray:
-        return np.einsum("ij,ij->i", self.Q, self.Q)
+        leverage: np.ndarray = np.einsum("ij,ij->i", self.Q, self.Q)
+        return leverage
 
 
 def qr(X: np.ndarray) -> QR:

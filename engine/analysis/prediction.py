@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,9 @@ from engine.analysis.data import AnalysisError
 from engine.analysis.fit import LinearModel
 from engine.io.jsonable import plain
 from engine.model.formula import model_matrix
+
+if TYPE_CHECKING:
+    from engine.space.factors import Space
 
 Validity = np.ndarray | Callable[[pd.DataFrame], np.ndarray] | None
 #: Relative (to the spread of the predictions) gap under which two predictions tie.
@@ -76,9 +80,9 @@ class Argmin:
     fit: float
     predicted: float
     ties: tuple[int, ...]
-    point: dict
+    point: dict[str, Any]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "row": self.position,
             "label": self.label,
@@ -123,7 +127,7 @@ def predicted_minimum(model: LinearModel, candidates: pd.DataFrame, valid: Valid
 class Refinement:
     """Result of the neighbourhood search: the final point, its prediction, and the path length."""
 
-    point: dict
+    point: dict[str, Any]
     fit: float
     predicted: float
     steps: int
@@ -132,10 +136,10 @@ class Refinement:
 
 def refine_neighbourhood(
     model: LinearModel,
-    start: Mapping,
-    levels: Mapping[str, Sequence] | None = None,
+    start: Mapping[str, Any],
+    levels: Mapping[str, Sequence[Any]] | None = None,
     valid: Callable[[pd.DataFrame], np.ndarray] | None = None,
-    space=None,
+    space: Space | None = None,
     fixed: Sequence[str] = (),
     max_steps: int = 100,
 ) -> Refinement:
@@ -174,13 +178,13 @@ def refine_neighbourhood(
     return Refinement(current, best_fit, predicted, steps, evaluated)
 
 
-def _neighbour_levels(levels: list, value) -> list:
+def _neighbour_levels(levels: list[Any], value: Any) -> list[Any]:
     """The value and its adjacent levels, in level order."""
     i = levels.index(value)
     return levels[max(i - 1, 0) : i + 2]
 
 
-def _neighbours(current: dict, movable: list[str], options: list[list]) -> pd.DataFrame:
+def _neighbours(current: dict[str, Any], movable: list[str], options: list[list[Any]]) -> pd.DataFrame:
     """Every other point of the ±1-level box, or one-factor moves when the box is too large."""
     size = int(np.prod([len(o) for o in options])) if options else 0
     if size <= MAX_BOX:

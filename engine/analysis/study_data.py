@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -23,7 +25,7 @@ def analysis_frame(spec: StudySpec, measurements: pd.DataFrame) -> pd.DataFrame:
 
 
 def candidate_set(spec: StudySpec, table: pd.DataFrame | None = None, seed: int = 0,
-                  fixed: dict | None = None) -> pd.DataFrame:
+                  fixed: dict[str, Any] | None = None) -> pd.DataFrame:
     """Where a model may look for the best configuration: the valid rows of a table study, the
     enumerated valid space, or a reproducible uniform sample of it when it is too large — in each
     case with the ``fixed`` factors held at their levels (sampled within that sub-space)."""
@@ -46,7 +48,7 @@ def initial_formula(spec: StudySpec, data: pd.DataFrame) -> str:
 class NextStep:
     """Where the decisions log leaves a study: factors fixed so far, the model to continue with, the step."""
 
-    fixed: dict
+    fixed: dict[str, Any]
     formula: str | None
     step: int
 
@@ -54,7 +56,7 @@ class NextStep:
 def next_step(decisions: pd.DataFrame) -> NextStep:
     """Fold the decisions log (``Store.decisions``): every accepted or edited decision fixes its factors
     (a later one overrides an earlier one) and hands its model to the next step; rejections change nothing."""
-    fixed: dict = {}
+    fixed: dict[str, Any] = {}
     formula = None
     applied = decisions[decisions["outcome"].isin(["accepted", "edited", "auto"])] if len(decisions) else decisions
     for text in applied.get("chosen", pd.Series(dtype=object)):
@@ -65,7 +67,7 @@ def next_step(decisions: pd.DataFrame) -> NextStep:
     return NextStep(fixed, formula, len(applied) + 1)
 
 
-def restrict(candidates: pd.DataFrame, fixed: dict) -> pd.DataFrame:
+def restrict(candidates: pd.DataFrame, fixed: Mapping[str, Any]) -> pd.DataFrame:
     """The candidates that agree with every fixed factor."""
     mask = np.ones(len(candidates), dtype=bool)
     for name, value in fixed.items():

@@ -8,6 +8,7 @@ source is the caller's (a CSV for the CLI today, a study's measurements for the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -37,8 +38,8 @@ class Analysis:
     power: PowerTransformResult | None
     best: Argmin | None
 
-    def to_dict(self) -> dict:
-        return jsonable(
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = jsonable(
             {
                 "formula": self.model.formula,
                 "response": self.model.response_,
@@ -53,6 +54,7 @@ class Analysis:
                 "predicted_minimum": self.best.to_dict() if self.best else None,
             }
         )
+        return out
 
     def to_text(self) -> str:
         s, lines = self.summary, []
@@ -131,4 +133,5 @@ def _format(table: pd.DataFrame) -> str:
         elif column == "stars":
             shown[column] = shown[column].fillna("")
     shown = shown.rename(columns={"term": "", "stars": ""})
-    return shown.to_string(index=False)
+    text: str = shown.to_string(index=False)
+    return text

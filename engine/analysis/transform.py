@@ -11,7 +11,9 @@ the analytic derivative, so it is as precise as doubles allow, not as flat as th
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -54,8 +56,10 @@ class Transform:
         if self.lam is None:
             return y
         if abs(self.lam) <= LOG_THRESHOLD:
-            return np.log(y)
-        return (y**self.lam - 1.0) / self.lam
+            z: np.ndarray = np.log(y)
+        else:
+            z = (y**self.lam - 1.0) / self.lam
+        return z
 
     def inverse(self, z: np.ndarray) -> np.ndarray:
         """Back to the response scale; where ``λz + 1 ≤ 0`` the limit (0 or ∞) is returned."""
@@ -63,7 +67,8 @@ class Transform:
         if self.lam is None:
             return z
         if abs(self.lam) <= LOG_THRESHOLD:
-            return np.exp(z)
+            y: np.ndarray = np.exp(z)
+            return y
         base = self.lam * z + 1.0
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             out = np.power(np.where(base > 0, base, 1.0), 1.0 / self.lam)
@@ -95,9 +100,8 @@ class BoxCoxProfile:
     def z(self, lam: float) -> np.ndarray:
         """The Jacobian-scaled transform, up to an additive constant when there is an intercept."""
         scale = self.gm if self.scale is not None else self.gm ** (1.0 - lam)
-        if lam == 0.0:
-            return scale * self.t
-        return scale * np.expm1(lam * self.t) / lam
+        z: np.ndarray = scale * self.t if lam == 0.0 else scale * np.expm1(lam * self.t) / lam
+        return z
 
     def dz(self, lam: float) -> np.ndarray:
         """d z / d λ, with a series where λ·t is small (the closed form cancels there)."""
@@ -107,8 +111,10 @@ class BoxCoxProfile:
             exact = (u * np.exp(u) - np.expm1(u)) / lam**2 if lam != 0.0 else series
         d_core = np.where(np.abs(u) < 1e-3, series, exact)
         if self.scale is not None:
-            return self.gm * d_core
-        return self.gm ** (1.0 - lam) * d_core - math.log(self.gm) * self.z(lam)
+            dz: np.ndarray = self.gm * d_core
+        else:
+            dz = self.gm ** (1.0 - lam) * d_core - math.log(self.gm) * self.z(lam)
+        return dz
 
     def loglik(self, lam: float) -> float:
         """car's ``−(n/2)·log(RSS(λ)/n)``, the quantity ``powerTransform`` maximises."""
@@ -119,7 +125,7 @@ class BoxCoxProfile:
         r = self.qr.resid(self.z(lam))
         return -self.n * float(r @ self.dz(lam)) / float(r @ r)
 
-    def curve(self, lambdas) -> pd.DataFrame:
+    def curve(self, lambdas: Sequence[float] | np.ndarray) -> pd.DataFrame:
         return pd.DataFrame({"lambda": list(lambdas), "loglik": [self.loglik(float(v)) for v in lambdas]})
 
 
@@ -135,7 +141,7 @@ class PowerTransformResult:
     loglik: float
     lr_tests: tuple[tuple[float, float, float], ...]  # (λ0, LRT, p) for λ0 = 0 and 1
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "lambda": self.lambda_,
             "se": self.se,
@@ -158,7 +164,9 @@ def round_lambda(lam: float, se: float) -> float:
 
 def power_transform(profile: BoxCoxProfile) -> PowerTransformResult:
     """Maximise the profile likelihood: car's bounded start on [−3, 3], then the exact stationary point."""
-    neg = lambda lam: -profile.loglik(float(lam))  # noqa: E731
+    def neg(lam: float) -> float:
+        return -profile.loglik(float(lam))
+
     start = optimize.minimize_scalar(neg, bounds=(-3.0, 3.0), method="bounded", options={"xatol": 1e-9}).x
     lam = _stationary_point(profile, float(start))
     h = HESSIAN_STEP

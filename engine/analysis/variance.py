@@ -9,6 +9,7 @@ studentised (Koenker, as ``lmtest::bptest``) by default.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -25,7 +26,7 @@ class VarianceTest:
     df: int
     p: float
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:  # plotly is imported when a figure is drawn
+    import plotly.graph_objects as go
 
 #: chi-square(2) 95 % quantile: the squared Mahalanobis radius of a 95 % normal ellipse.
 CHI2_2_95 = 5.991464547107979
@@ -38,7 +42,7 @@ def histogram_data(runs: pd.DataFrame, bins: int = 30, strategies: Sequence[str]
     return pd.DataFrame(rows, columns=["strategy", "left", "right", "count", "fraction"])
 
 
-def histogram_figure(data: pd.DataFrame, title: str = "Slowdown of the returned configuration"):
+def histogram_figure(data: pd.DataFrame, title: str = "Slowdown of the returned configuration") -> go.Figure:
     import plotly.graph_objects as go
 
     fig = go.Figure()
@@ -60,7 +64,7 @@ def ecdf_data(runs: pd.DataFrame, strategies: Sequence[str] | None = None) -> pd
     return pd.DataFrame(rows, columns=["strategy", "slowdown", "ecdf"])
 
 
-def ecdf_figure(data: pd.DataFrame, title: str = "ECDF of the slowdown"):
+def ecdf_figure(data: pd.DataFrame, title: str = "ECDF of the slowdown") -> go.Figure:
     import plotly.graph_objects as go
 
     fig = go.Figure()
@@ -93,7 +97,7 @@ def best_so_far_data(runs: pd.DataFrame, strategies: Sequence[str] | None = None
     return pd.DataFrame(rows, columns=["strategy", "measurements", "mean", "median", "q10", "q90"])
 
 
-def best_so_far_figure(data: pd.DataFrame, title: str = "Best slowdown found so far"):
+def best_so_far_figure(data: pd.DataFrame, title: str = "Best slowdown found so far") -> go.Figure:
     import plotly.graph_objects as go
 
     fig = go.Figure()
@@ -130,7 +134,7 @@ def budget_slowdown_data(runs: pd.DataFrame, strategies: Sequence[str] | None = 
     return scatter, pd.DataFrame(rows, columns=["strategy", "budget_used", "slowdown"])
 
 
-def budget_slowdown_figure(scatter: pd.DataFrame, ellipses: pd.DataFrame, title: str = "Budget used vs slowdown"):
+def budget_slowdown_figure(scatter: pd.DataFrame, ellipses: pd.DataFrame, title: str = "Budget used vs slowdown") -> go.Figure:
     import plotly.graph_objects as go
 
     fig = go.Figure()

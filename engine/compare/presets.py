@@ -10,6 +10,7 @@ the Laplacian's factors; on any other table the preset only caps budgets.
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 from engine.space.factors import Space
 
@@ -27,7 +28,7 @@ PAPER_LAPLACIAN_OPTIONS = {"LHS": {"points": 441}, "GS": GS_LAPLACIAN, "GSR": GS
 PAPER_OPTIONS = {"GA": {"generations": None}}
 
 
-def preset(name: str, space: Space) -> tuple[dict, dict]:
+def preset(name: str, space: Space) -> tuple[dict[str, Any], dict[str, Any]]:
     """(options per strategy, budget per strategy) of a preset for a space."""
     if name == "none":
         return {}, {}

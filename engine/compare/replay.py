@@ -8,8 +8,10 @@ failures (charged like any run). The table's rows are the strategies' candidates
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -64,12 +66,12 @@ class BenchTable:
             return float("inf")
         return value / self.optimum if self.spec.direction == "minimize" else self.optimum / value
 
-    def to_payload(self) -> dict:
+    def to_payload(self) -> dict[str, Any]:
         """A picklable description, rebuilt in worker processes by :meth:`from_payload`."""
         return {"spec": self.spec.to_dict(), "table": self.table, "source": self.source}
 
     @classmethod
-    def from_payload(cls, payload: dict) -> BenchTable:
+    def from_payload(cls, payload: Mapping[str, Any]) -> BenchTable:
         return cls(StudySpec.from_dict(payload["spec"]), payload["table"], payload["source"])
 
 

@@ -39,20 +39,20 @@ def run_seed(seed: int, strategy: str, rep: int) -> int:
 class Comparison:
     """The outcome of a benchmark: its parameters and one row per run (with its best-so-far trace)."""
 
-    params: dict
+    params: dict[str, Any]
     runs: pd.DataFrame
     table: str = ""
     objective: str = ""
     optimum: float = math.nan
     direction: str = "minimize"
-    meta: dict = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
 
     @property
     def strategies(self) -> list[str]:
         return list(self.params["strategies"])
 
 
-def _run(table: BenchTable, name: str, rep: int, budget: int, seed: int, options: Mapping) -> dict:
+def _run(table: BenchTable, name: str, rep: int, budget: int, seed: int, options: Mapping[str, Any]) -> dict[str, Any]:
     strategy = make_strategy(name, table.domain, budget, run_seed(seed, name, rep), table.spec.direction, options)
     drive(strategy, table.evaluate)
     answer = strategy.answer
@@ -75,33 +75,34 @@ def _run(table: BenchTable, name: str, rep: int, budget: int, seed: int, options
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(payload: dict) -> None:
+def _init_worker(payload: Mapping[str, Any]) -> None:
     from threadpoolctl import threadpool_limits
 
     _WORKER["limits"] = threadpool_limits(1)
     _WORKER["table"] = BenchTable.from_payload(payload)
 
 
-def _run_chunk(name: str, reps: Sequence[int], budget: int, seed: int, options: Mapping) -> list[dict]:
+def _run_chunk(name: str, reps: Sequence[int], budget: int, seed: int, options: Mapping[str, Any]) -> list[dict[str, Any]]:
     table = _WORKER["table"]
     return [_run(table, name, rep, budget, seed, options) for rep in reps]
 
 
 def check_params(strategies: Sequence[str], reps: int, budget: int, jobs: int,
-                 options: Mapping[str, Mapping] | None, budgets: Mapping[str, int] | None) -> tuple[list[str], dict, dict]:
+                 options: Mapping[str, Mapping[str, Any]] | None,
+                 budgets: Mapping[str, int] | None) -> tuple[list[str], dict[str, dict[str, Any]], dict[str, int]]:
     names = [strategy_class(s).name for s in strategies]
     if not names:
         raise UserError("benchmark: name at least one strategy")
     for value, what in ((reps, "--reps"), (budget, "--budget"), (jobs, "--jobs")):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
             raise UserError(f"{what} {value!r} must be a positive integer")
-    options = {strategy_class(k).name: dict(v) for k, v in (options or {}).items()}
-    budgets = {strategy_class(k).name: int(v) for k, v in (budgets or {}).items()}
-    for name, opts in options.items():
+    by_name = {strategy_class(k).name: dict(v) for k, v in (options or {}).items()}
+    budget_by_name = {strategy_class(k).name: int(v) for k, v in (budgets or {}).items()}
+    for name, opts in by_name.items():
         unknown = set(opts) - set(options_of(name))
         if unknown:
             raise UserError(f"strategy {name}: unknown option {min(unknown)!r}")
-    return names, options, budgets
+    return names, by_name, budget_by_name
 
 
 def run_benchmark(
@@ -112,7 +113,7 @@ def run_benchmark(
     budget: int = 125,
     jobs: int = 1,
     seed: int = 0,
-    options: Mapping[str, Mapping] | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
     budgets: Mapping[str, int] | None = None,
     progress: Progress | None = None,
 ) -> Comparison:
@@ -124,7 +125,8 @@ def run_benchmark(
         for name in names
         for start in range(0, reps, CHUNK)
     ]
-    total, done, rows = reps * len(names), 0, []
+    total, done = reps * len(names), 0
+    rows: list[dict[str, Any]] = []
     if jobs == 1:
         from threadpoolctl import threadpool_limits
 
@@ -140,9 +142,9 @@ def run_benchmark(
                                  initargs=(table.to_payload(),)) as pool:
             futures = {pool.submit(_run_chunk, *task): task for task in tasks}
             for future in as_completed(futures):
-                chunk = future.result()
-                rows += chunk
-                done += len(chunk)
+                finished = future.result()
+                rows += finished
+                done += len(finished)
                 if progress:
                     progress(done, total, futures[future][0])
     runs = pd.DataFrame(rows)

@@ -7,6 +7,8 @@ reported in ``failed``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -63,7 +65,7 @@ def with_paper(summary: pd.DataFrame, paper: pd.DataFrame = PAPER_LAPLACIAN) -> 
     return out
 
 
-def summary_records(summary: pd.DataFrame) -> dict[str, dict]:
+def summary_records(summary: pd.DataFrame) -> dict[str, dict[str, Any]]:
     """The JSON form: strategy -> {mean, min, max, median, budget_mean, budget_max, runs, failed}."""
     return {
         row["strategy"]: {k: (None if isinstance(v, float) and not np.isfinite(v) else v)

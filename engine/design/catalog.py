@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -78,7 +79,7 @@ def suggest_size(model: str | int, rule: str = "2k", data: Space | pd.DataFrame 
         raise UserError(f"formula {model!r}: give the space or candidates to count its coefficients")
     else:
         frame = _level_frame(data) if isinstance(data, Space) else data
-        mm = model_matrix(model, frame)
+        mm = model_matrix(cast(str, model), frame)  # a bool gets model_matrix's own refusal
         terms = len(mm.formula.terms)
         k = mm.k
     if rule == "2k":

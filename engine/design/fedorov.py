@@ -26,6 +26,7 @@ How it differs from a plain Fedorov search, and why that gives better designs in
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,7 +81,8 @@ def _dispersion(X: np.ndarray, C: np.ndarray, rows: np.ndarray, chunk: int = 65_
 
 def _column_dispersion(C: np.ndarray, XCT: np.ndarray) -> np.ndarray:
     """x'Cx for every column x of XCT (k × m)."""
-    return np.einsum("ij,ij->j", C @ XCT, XCT)
+    dispersion: np.ndarray = np.einsum("ij,ij->j", C @ XCT, XCT)
+    return dispersion
 
 
 @dataclass
@@ -95,7 +97,8 @@ class _Problem:
 
     def gram(self, rows: np.ndarray) -> np.ndarray:
         Z = self.X[rows]
-        return self.forced_gram + Z.T @ Z
+        gram: np.ndarray = self.forced_gram + Z.T @ Z
+        return gram
 
     def inverse(self, rows: np.ndarray) -> np.ndarray:
         return np.linalg.inv(self.gram(rows))
@@ -155,13 +158,14 @@ class _Search:
     def _taken(self, rows: np.ndarray) -> list[int]:
         """Working-set positions of the design rows (columns that must not be chosen)."""
         pos = self.position[rows]
-        return pos[pos >= 0].tolist()
+        taken: list[int] = pos[pos >= 0].tolist()
+        return taken
 
     def _gains(self, C: np.ndarray, ZS: np.ndarray, XCT: np.ndarray, G: np.ndarray, d_c: np.ndarray) -> np.ndarray:
         """Fill G so that G[i, j] − shift[i] is the gain of swapping design row i for candidate
         column j of XCT (k × m, dispersions ``d_c``); returns shift (a row term kept out of G)."""
         B = ZS @ C
-        d_s = np.einsum("ij,ij->i", B, ZS)
+        d_s: np.ndarray = np.einsum("ij,ij->i", B, ZS)
         np.matmul(B, XCT, out=G)
         if self.p.criterion == "D":
             np.multiply(G, G, out=G)
@@ -226,7 +230,8 @@ class _Search:
         v = C @ out
         c = 1.0 - out @ v
         d_c += (v @ self.XWT) ** 2 / c
-        return C + (v / c)[:, None] * v
+        updated: np.ndarray = C + (v / c)[:, None] * v
+        return updated
 
     def improving_outside(self, rows: np.ndarray, limit: int, chunk: int = 8192) -> np.ndarray:
         """Candidates outside the working set with an improving exchange, best first (≤ limit)."""
@@ -238,7 +243,7 @@ class _Search:
             # Δ(i, j) ≤ d(xj) − d(xi) (Cauchy–Schwarz): only candidates above min d(xi) can improve.
             d_s = np.einsum("ij,ij->i", ZS @ C, ZS)
             outside = outside[_dispersion(p.X, C, outside) > d_s.min() + GAIN_TOL]
-        found, score = [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
+        found_parts, score_parts = [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
         width = min(chunk, len(outside))
         G = np.empty((p.n_free, width))
         for s in range(0, len(outside), chunk):
@@ -248,9 +253,9 @@ class _Search:
             g -= self._gains(C, ZS, XCT, g, _column_dispersion(C, XCT))[:, None]
             best = g.max(axis=0)
             keep = best > GAIN_TOL
-            found.append(idx[keep])
-            score.append(best[keep])
-        found, score = np.concatenate(found), np.concatenate(score)
+            found_parts.append(idx[keep])
+            score_parts.append(best[keep])
+        found, score = np.concatenate(found_parts), np.concatenate(score_parts)
         return found[np.argsort(-score, kind="stable")[:limit]]
 
     def _repaired(self, rows: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray | None:
@@ -338,11 +343,11 @@ def fedorov(
     n_free: int,
     *,
     forced: np.ndarray | None = None,
-    exclude: np.ndarray | None = None,
+    exclude: Sequence[int] | np.ndarray | None = None,
     criterion: str = "D",
     weight: np.ndarray | None = None,
     repeats: int = 5,
-    seed: int | None = None,
+    seed: int | np.random.Generator | None = None,
     polish: int = 12,
     max_iter: int = 10_000,
     working: int = 500,
@@ -402,6 +407,7 @@ def fedorov(
         value = problem.objective(rows)
         if value > best_value:
             best_rows, best_value = rows, value
+    assert best_rows is not None  # repeats >= 1, and a searched design is never singular
     return ExchangeResult(
         rows=np.sort(best_rows),
         objective=best_value,

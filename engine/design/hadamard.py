@@ -60,7 +60,8 @@ def hadamard(order: int) -> np.ndarray | None:
         if half is None:
             return None
         H = np.kron(np.array([[1, 1], [1, -1]]), half)
-    return H * H[:, :1]  # rows times the sign of their first entry: first column all +1
+    signed: np.ndarray = H * H[:, :1]
+    return signed  # rows times the sign of their first entry: first column all +1
 
 
 def plackett_burman_matrix(runs: int) -> np.ndarray | None:

@@ -33,6 +33,7 @@ def lhs_unit(runs: int, k: int, seed: int | np.random.Generator | None = None, t
         dist = pdist(points).min() if runs > 1 else 0.0
         if dist > best_dist:
             best, best_dist = points, dist
+    assert best is not None  # a distance is >= 0 > the initial -1
     return best
 
 

@@ -13,6 +13,7 @@ transformation, while raw columns such as ``threads_number`` (up to 1024) next t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,7 +40,7 @@ class CandidateModel:
 
     @property
     def k(self) -> int:
-        return self.X.shape[1]
+        return int(self.X.shape[1])
 
 
 def _column_terms(term_slices: dict[str, slice], k: int) -> list[str]:
@@ -78,7 +79,7 @@ def estimable_columns(X: np.ndarray) -> np.ndarray:
     return qr(X / scale).kept
 
 
-def whiten(X: np.ndarray, columns, terms) -> tuple[np.ndarray, np.ndarray]:
+def whiten(X: np.ndarray, columns: Sequence[str], terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """``(X T, T)`` with (XT)'(XT)/N = I; raises naming the aliased terms when X has no full rank."""
     scale = np.sqrt(np.mean(X * X, axis=0))
     scale[scale == 0] = 1.0
@@ -88,8 +89,8 @@ def whiten(X: np.ndarray, columns, terms) -> tuple[np.ndarray, np.ndarray]:
     null = values <= RANK_TOL * values[-1]
     if null.any():
         involved = np.abs(vectors[:, null]).max(axis=1) > 1e-6
-        names = list(dict.fromkeys(terms[c].replace(" ** ", "^") for c in np.flatnonzero(involved)))
-        cols = [columns[c].replace(" ** ", "^") for c in np.flatnonzero(involved)]
+        names = list(dict.fromkeys(terms[c].replace(" ** ", "^") for c in np.flatnonzero(involved).tolist()))
+        cols = [columns[c].replace(" ** ", "^") for c in np.flatnonzero(involved).tolist()]
         raise UserError(
             f"candidates cannot separate the model columns {', '.join(cols)}: "
             f"terms {', '.join(names)} are aliased (singular candidate set, rank {int((~null).sum())} < {len(values)})"

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, ParamSpec, TypeAlias, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -31,8 +32,10 @@ MAX_CANDIDATES = 100_000
 # The exchange works on small matrices: one BLAS thread is faster, immune to a busy machine, and
 # gives the same floating-point results (hence the same design) on any number of cores.
 _BLAS = ThreadpoolController()
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
-Rows = Sequence[int] | np.ndarray | pd.DataFrame | None
+Rows: TypeAlias = Sequence[int] | np.ndarray | pd.DataFrame | None
 
 
 def candidates_of(space: Space, max_candidates: int = MAX_CANDIDATES, seed: int | None = None) -> pd.DataFrame:
@@ -65,11 +68,11 @@ def _locate(candidates: pd.DataFrame, rows: Rows, what: str) -> tuple[np.ndarray
     return np.unique(merged.loc[found, "index"].to_numpy(dtype=np.int64)), rows.loc[~found, keys]
 
 
-def _single_blas_thread(func):
+def _single_blas_thread(func: Callable[_P, _R]) -> Callable[_P, _R]:
     """Run ``func`` with one BLAS thread (see ``_BLAS``)."""
 
     @functools.wraps(func)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         with _BLAS.limit(limits=1, user_api="blas"):
             return func(*args, **kwargs)
 
@@ -100,7 +103,7 @@ def optimal_design(
     started = time.perf_counter()
     if criterion not in CRITERIA:
         raise UserError(f"criterion {criterion!r} must be one of {', '.join(CRITERIA)}")
-    info: dict = {}
+    info: dict[str, Any] = {}
     if isinstance(candidates, Space):
         candidates = candidates_of(candidates, max_candidates, seed)
         info["candidate_source"] = "space"

@@ -15,6 +15,7 @@ import math
 import re
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -30,7 +31,7 @@ MAX_EXHAUSTIVE = 20_000
 _GENERATOR = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*(-?)\s*([A-Za-z_]\w*(?:\s*[*:]\s*[A-Za-z_]\w*)*)\s*$")
 
 
-def _two_level(src: Source, coded: pd.DataFrame, kind: str, started: float, info: dict) -> DesignResult:
+def _two_level(src: Source, coded: pd.DataFrame, kind: str, started: float, info: dict[str, Any]) -> DesignResult:
     """Map the coded ±1 factor columns to low/high levels, drop invalid runs, build the result."""
     values = {}
     for f in src.factors:
@@ -117,11 +118,12 @@ def _default_generators(m: int, p: int) -> list[int]:
     if len(choices) < p:
         raise UserError(f"{m + p} factors do not fit in {1 << m} runs of a fractional factorial")
 
-    def score(gens: Sequence[int]) -> tuple:
+    def score(gens: Sequence[int]) -> tuple[int, ...]:
         return tuple(-c for c in _pattern(_words(gens, m), m + len(gens)))
 
     if math.comb(len(choices), p) <= MAX_EXHAUSTIVE:
-        return list(max(itertools.combinations(choices, p), key=score))
+        best = max(itertools.combinations(choices, p), key=score)  # not inside list(): mypy infers from that context
+        return list(best)
     chosen: list[int] = []
     for _ in range(p):
         chosen.append(max((c for c in choices if c not in chosen), key=lambda c: score(chosen + [c])))

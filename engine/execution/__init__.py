@@ -8,6 +8,8 @@ Names are imported on first use (PEP 562): ``tunelab --help`` reads the executor
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from engine.lazy import lazy_exports
 
 _EXPORTS = {
@@ -16,4 +18,16 @@ _EXPORTS = {
     "registry": ("EXECUTORS", "executor_from_name"),
     "worker": ("Task",),
 }
+if TYPE_CHECKING:  # what mypy sees of the lazy names (_EXPORTS is what runs); keep the two in step
+    from engine.execution.campaign import Campaign as Campaign
+    from engine.execution.campaign import Progress as Progress
+    from engine.execution.campaign import as_configs as as_configs
+    from engine.execution.campaign import stored_repeats as stored_repeats
+    from engine.execution.executors import Executor as Executor
+    from engine.execution.executors import InlineExecutor as InlineExecutor
+    from engine.execution.executors import LocalExecutor as LocalExecutor
+    from engine.execution.executors import TimingExecutor as TimingExecutor
+    from engine.execution.registry import EXECUTORS as EXECUTORS
+    from engine.execution.registry import executor_from_name as executor_from_name
+    from engine.execution.worker import Task as Task
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -48,7 +48,7 @@ class Progress:
     not_ok: int = 0
     elapsed_s: float = 0.0
     cancelled: bool = False
-    last_config: dict | None = field(default=None, compare=False)
+    last_config: dict[str, Any] | None = field(default=None, compare=False)
 
     @property
     def fraction(self) -> float:
@@ -58,12 +58,12 @@ class Progress:
     def finished(self) -> bool:
         return self.completed == self.total
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"total": self.total, "completed": self.completed, "skipped": self.skipped, "results": self.results,
                 "ok": self.ok, "not_ok": self.not_ok, "elapsed_s": round(self.elapsed_s, 3), "cancelled": self.cancelled}
 
 
-def as_configs(configs: pd.DataFrame | Iterable[Mapping[str, Any]], names: list[str] | None = None) -> list[dict]:
+def as_configs(configs: pd.DataFrame | Iterable[Mapping[str, Any]], names: list[str] | None = None) -> list[dict[str, Any]]:
     """Configurations as plain dicts (numpy scalars made Python), restricted to ``names`` if given."""
     if isinstance(configs, pd.DataFrame):
         rows = configs.to_dict(orient="records")
@@ -135,7 +135,7 @@ class Campaign:
     def run(
         self,
         configs: pd.DataFrame | Iterable[Mapping[str, Any]],
-        on_result: Callable[[dict, MeasureResult], None],
+        on_result: Callable[[dict[str, Any], MeasureResult], None],
         *,
         on_progress: Callable[[Progress], None] | None = None,
         done: Mapping[str, int] | None = None,

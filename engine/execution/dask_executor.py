@@ -27,26 +27,28 @@ class DaskExecutor(Executor):
 
     def __init__(self, scheduler: str | None = None, *, client: Any = None, workers: int | None = None,
                  resource: str = "GPU", connect_timeout: float = 10.0) -> None:
-        from distributed import Client, LocalCluster
+        import distributed
 
+        dask: Any = distributed  # untyped: its clients, clusters and futures are Any here
         self.resource = resource
-        self._cluster = None
+        self._cluster: Any = None
         self._own_client = client is None
         self._runner: Runner | None = None
-        self._runner_future = None
+        self._runner_future: Any = None
+        self.client: Any
         if client is not None:
             self.client = client
         elif scheduler:
             if not _ADDRESS.match(scheduler):
                 raise UserError(f"--scheduler {scheduler!r}: expected an address like tcp://HOST:8786")
             try:
-                self.client = Client(scheduler, timeout=f"{connect_timeout}s")
+                self.client = dask.Client(scheduler, timeout=f"{connect_timeout}s")
             except (OSError, TimeoutError, ValueError) as exc:
                 raise UserError(f"--scheduler {scheduler}: cannot connect ({str(exc).splitlines()[0][:200]})") from None
         else:
             n = workers or max(1, len(os.sched_getaffinity(0)))
-            self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
-            self.client = Client(self._cluster)
+            self._cluster = dask.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
+            self.client = dask.Client(self._cluster)
 
     def _gpu_units(self) -> float:
         workers = self.client.scheduler_info().get("workers", {})
@@ -64,26 +66,28 @@ class DaskExecutor(Executor):
     def slots(self) -> int:
         if self._runner is not None and self._runner.uses_gpu:
             return max(1, int(self._gpu_units()))
-        return max(1, sum(self.client.nthreads().values()))
+        return max(1, int(sum(self.client.nthreads().values())))
 
     def submit(self, task: Task) -> Any:
-        if self._runner_future is None:
+        if self._runner_future is None or self._runner is None:  # bind sets both
             raise RuntimeError("DaskExecutor.submit before bind")
         resources = {self.resource: 1} if self._runner.uses_gpu else None
         return self.client.submit(measure, self._runner_future, task, pure=False, resources=resources)
 
     def wait_any(self, handles: Sequence[Any], timeout: float) -> list[Any]:
-        from distributed import wait
+        import distributed
 
+        dask: Any = distributed
         try:
-            done, _ = wait(list(handles), timeout=timeout, return_when="FIRST_COMPLETED")
+            done, _ = dask.wait(list(handles), timeout=timeout, return_when="FIRST_COMPLETED")
         except TimeoutError:
             return []
         return [h for h in handles if h in done]
 
     def result(self, handle: Any, task: Task) -> list[MeasureResult]:
         try:
-            return handle.result()
+            results: list[MeasureResult] = handle.result()
+            return results
         except Exception as exc:  # noqa: BLE001 - a lost worker or a cancelled task is a failed result
             return failed(task, f"dask: {type(exc).__name__}: {exc}")
 

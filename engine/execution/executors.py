@@ -25,6 +25,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from types import TracebackType
 from typing import Any, Self
 
 from engine.errors import UserError
@@ -72,7 +73,8 @@ class Executor(ABC):
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if exc_type is None:
             self.close()
         else:
@@ -82,11 +84,11 @@ class Executor(ABC):
 class _FuturesExecutor(Executor):
     """Executors built on :mod:`concurrent.futures`."""
 
-    def wait_any(self, handles: Sequence[Future], timeout: float) -> list[Future]:
+    def wait_any(self, handles: Sequence[Future[list[MeasureResult]]], timeout: float) -> list[Future[list[MeasureResult]]]:
         done, _ = wait(handles, timeout=timeout, return_when=FIRST_COMPLETED)
         return [h for h in handles if h in done]
 
-    def result(self, handle: Future, task: Task) -> list[MeasureResult]:
+    def result(self, handle: Future[list[MeasureResult]], task: Task) -> list[MeasureResult]:
         try:
             return handle.result()
         except BrokenProcessPool:
@@ -95,7 +97,7 @@ class _FuturesExecutor(Executor):
         except Exception as exc:  # noqa: BLE001 - whatever went wrong, the configuration gets a result
             return failed(task, f"{type(exc).__name__}: {exc}")
 
-    def cancel(self, handle: Future) -> bool:
+    def cancel(self, handle: Future[list[MeasureResult]]) -> bool:
         return handle.cancel()
 
     def _broken(self) -> None:
@@ -120,10 +122,10 @@ class InlineExecutor(_FuturesExecutor):
     def slots(self) -> int:
         return 1
 
-    def submit(self, task: Task) -> Future:
+    def submit(self, task: Task) -> Future[list[MeasureResult]]:
         if self._runner is None:
             raise RuntimeError("InlineExecutor.submit before bind")
-        future: Future = Future()
+        future: Future[list[MeasureResult]] = Future()
         future.set_result(measure(self._runner, task))
         return future
 
@@ -147,12 +149,13 @@ class LocalExecutor(_FuturesExecutor):
         self._runner: Runner | None = None
         self._pool: ProcessPoolExecutor | None = None
 
-    def _initargs(self, runner: Runner) -> tuple:
+    def _initargs(self, runner: Runner) -> tuple[Runner, int | None, int]:
         return (runner, None, os.getpid())
 
-    def _start(self) -> None:
+    def _start(self, runner: Runner) -> ProcessPoolExecutor:
         self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=_context(), initializer=install,
-                                         initargs=self._initargs(self._runner))
+                                         initargs=self._initargs(runner))
+        return self._pool
 
     def bind(self, runner: Runner) -> None:
         if runner is self._runner and self._pool is not None:
@@ -163,12 +166,11 @@ class LocalExecutor(_FuturesExecutor):
     def slots(self) -> int:
         return self.workers
 
-    def submit(self, task: Task) -> Future:
+    def submit(self, task: Task) -> Future[list[MeasureResult]]:
         if self._runner is None:
             raise RuntimeError(f"{type(self).__name__}.submit before bind")
-        if self._pool is None:
-            self._start()
-        return self._pool.submit(measure_installed, task)
+        pool = self._pool if self._pool is not None else self._start(self._runner)
+        return pool.submit(measure_installed, task)
 
     def _broken(self) -> None:
         if self._pool is not None:
@@ -210,5 +212,5 @@ class TimingExecutor(LocalExecutor):
         # the last core: core 0 usually takes more interrupts and housekeeping
         self.core = allowed[-1] if core is None else core
 
-    def _initargs(self, runner: Runner) -> tuple:
+    def _initargs(self, runner: Runner) -> tuple[Runner, int | None, int]:
         return (runner, self.core, os.getpid())

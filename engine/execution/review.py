@@ -16,25 +16,28 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from engine.errors import UserError
+
+if TYPE_CHECKING:  # statsmodels and scipy load with the analysis: imported where a decision is built
+    from engine.analysis.decision import Decision
 
 KIND = "tune-step"
 RESOLVED = ("accepted", "edited", "rejected")
 ACTIONS = ("accept", "edit", "reject")
 
 
-def run_key(strategy: str, seed: int, budget: int, options: Mapping) -> str:
+def run_key(strategy: str, seed: int, budget: int, options: Mapping[str, Any]) -> str:
     """The identity of a tuning run: what must match for a replay to retrace it."""
     plain = {k: v for k, v in options.items() if k != "auto"}
     return json.dumps({"strategy": strategy, "seed": int(seed), "budget": int(budget), "options": plain},
                       sort_keys=True, default=str)
 
 
-def _rows(log: pd.DataFrame) -> list[dict]:
+def _rows(log: pd.DataFrame) -> list[dict[str, Any]]:
     """Tuning-decision rows, oldest first, with their evidence parsed."""
     if log.empty:
         return []
@@ -47,12 +50,13 @@ def _rows(log: pd.DataFrame) -> list[dict]:
     return rows
 
 
-def taken(log: pd.DataFrame, run: str, step: int):
+def taken(log: pd.DataFrame, run: str, step: int) -> tuple[Decision | None, bool]:
     """(the decision a person or the automatic mode took at ``step`` of ``run`` or None, whether
     the step's proposal is already logged)."""
     from engine.analysis import Decision
 
-    logged, resolved = False, None
+    logged = False
+    resolved: Decision | None = None
     for row in _rows(log):
         if row["evidence"]["run"] != run or row["step"] != step:
             continue
@@ -62,11 +66,11 @@ def taken(log: pd.DataFrame, run: str, step: int):
     return resolved, logged
 
 
-def pending(log: pd.DataFrame) -> dict | None:
+def pending(log: pd.DataFrame) -> dict[str, Any] | None:
     """The newest proposal no one has answered: ``{"run", "step", "decision", "id"}``, or None."""
     from engine.analysis import Decision
 
-    open_: dict[tuple[str, int], dict] = {}
+    open_: dict[tuple[str, int], dict[str, Any]] = {}
     for row in _rows(log):
         key = (row["evidence"]["run"], row["step"])
         if row["outcome"] == "proposed":
@@ -80,8 +84,8 @@ def pending(log: pd.DataFrame) -> dict | None:
             "decision": Decision.from_record(row["evidence"]["decision"])}
 
 
-def resolve(decision, action: str, by: str, *, fix: Mapping | None = None, formula: str | None = None,
-            note: str | None = None):
+def resolve(decision: Decision, action: str, by: str, *, fix: Mapping[str, Any] | None = None,
+            formula: str | None = None, note: str | None = None) -> Decision:
     """The decision rejected, or accepted by ``by`` (recorded as an edit when ``fix`` or
     ``formula`` differ from the proposal)."""
     if action not in ACTIONS:
@@ -93,7 +97,7 @@ def resolve(decision, action: str, by: str, *, fix: Mapping | None = None, formu
     return decision.settle(by, fix=fix, formula=formula, note=note)
 
 
-def log_entry(run: str, decision, step: int) -> dict[str, Any]:
+def log_entry(run: str, decision: Decision, step: int) -> dict[str, Any]:
     """Keyword arguments of ``Store.log_decision`` for a tuning decision (proposed or taken)."""
     record = decision.to_record()
     outcome = "auto" if decision.by == "auto" else decision.status

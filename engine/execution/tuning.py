@@ -11,20 +11,48 @@ stored before answer the strategy without measuring again, which is how a paused
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pandas as pd
 
 from engine.io.jsonable import plain
+from engine.runners.base import MeasureResult
 from engine.strategies.base import Strategy
+
+if TYPE_CHECKING:
+    from engine.analysis.decision import Decision
+    from engine.study import StudySpec
+
+#: A configuration as the values of its factors, in factor order.
+Key = tuple[Any, ...]
+#: A campaign's ``on_result(config, result)``.
+OnResult = Callable[[dict[str, Any], MeasureResult], None]
+#: ``record(config, result, strategy_name, step)``: commit one result the moment it arrives.
+Record = Callable[[dict[str, Any], MeasureResult, str, int], None]
+
+
+class Outcome(Protocol):
+    """What :func:`tune` reads of a result, measured now (MeasureResult) or stored (StoredResult)."""
+
+    @property
+    def value(self) -> float | None: ...
+
+    @property
+    def status(self) -> str: ...
+
+
+class Measures(Protocol):
+    """What :func:`tune` needs of a campaign (:class:`engine.execution.campaign.Campaign`)."""
+
+    def run(self, configs: pd.DataFrame, on_result: OnResult) -> object: ...
 
 
 @dataclass(frozen=True)
 class TuningResult:
-    best: dict | None
+    best: dict[str, Any] | None
     used: int
     budget: int
     measurements: int
@@ -32,7 +60,7 @@ class TuningResult:
     finished: bool
     waiting: bool
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "best_config": self.best["config"] if self.best else None,
             "best_value": self.best["value"] if self.best else None,
@@ -47,12 +75,12 @@ class TuningResult:
 
 def tune(
     strategy: Strategy,
-    campaign: Any,
-    record: Callable[[dict, Any, str, int], None] | None = None,
-    on_decision: Callable[[Any, int], None] | None = None,
+    campaign: Measures,
+    record: Record | None = None,
+    on_decision: Callable[[Decision, int], None] | None = None,
     *,
-    stored: Mapping[tuple, list] | None = None,
-    review: Callable[[Any, int], Any] | None = None,
+    stored: Mapping[Key, Sequence[Outcome]] | None = None,
+    review: Callable[[Decision, int], Decision | None] | None = None,
 ) -> TuningResult:
     """Run ``strategy`` to its end (or to a decision it waits for) with ``campaign``'s runner.
 
@@ -74,12 +102,13 @@ def tune(
             strategy.resolve(answer)
             continue
         keys = [tuple(plain(v) for v in row) for row in configs.itertuples(index=False)]
-        results: dict[tuple, list] = {key: list(stored[key]) for key in keys if key in stored}
+        results: dict[Key, list[Outcome]] = {key: list(stored[key]) for key in keys if key in stored}
         fresh = configs[[key not in results for key in keys]]
         if not fresh.empty:
             campaign.run(fresh, _collector(results, names, strategy, record))
             measurements += sum(len(results.get(key, [])) for key in set(keys) if key not in stored)
-        values, statuses = [], []
+        values: list[float | None] = []
+        statuses: list[str] = []
         for key in keys:
             got = results.get(key, [])
             ok = [r.value for r in got if r.status == "ok" and r.value is not None and math.isfinite(r.value)]
@@ -99,10 +128,11 @@ def tune(
                         strategy.pending_decision is not None)
 
 
-def _collector(results: dict, names: list[str], strategy: Strategy, record) -> Callable[[dict, Any], None]:
+def _collector(results: dict[Key, list[Outcome]], names: list[str], strategy: Strategy,
+               record: Record | None) -> OnResult:
     """Campaign callback: commit each result at once and keep it for the strategy's tell."""
 
-    def on_result(config: dict, result: Any) -> None:
+    def on_result(config: dict[str, Any], result: MeasureResult) -> None:
         if record is not None:
             record(config, result, strategy.name, strategy.step)
         results.setdefault(tuple(config[n] for n in names), []).append(result)
@@ -118,9 +148,9 @@ class StoredResult:
     status: str
 
 
-def stored_results(measurements: pd.DataFrame, names: list[str]) -> dict[tuple, list[StoredResult]]:
+def stored_results(measurements: pd.DataFrame, names: list[str]) -> dict[Key, list[StoredResult]]:
     """A study's stored measurements (``Store.measurements``) keyed like :func:`tune`'s ``stored``."""
-    out: dict[tuple, list[StoredResult]] = {}
+    out: dict[Key, list[StoredResult]] = {}
     if measurements.empty:
         return out
     for row in measurements[[*names, "value", "status"]].itertuples(index=False):
@@ -129,7 +159,7 @@ def stored_results(measurements: pd.DataFrame, names: list[str]) -> dict[tuple, 
     return out
 
 
-def candidates_for(spec, table: pd.DataFrame | None) -> pd.DataFrame | None:
+def candidates_for(spec: StudySpec, table: pd.DataFrame | None) -> pd.DataFrame | None:
     """A study's known-valid candidates: its table's rows (table studies), else None (the domain
     enumerates the space when it can)."""
     if table is None:

@@ -8,7 +8,9 @@ interactions…) are kept verbatim in ``extra``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from engine.errors import UserError
 from engine.model.formula import FormulaError, parse
@@ -95,7 +97,7 @@ def default_choice(space: Space) -> TermChoice:
     return choice
 
 
-def _spans_powers_of_two(levels) -> bool:
+def _spans_powers_of_two(levels: Sequence[Any]) -> bool:
     if len(levels) < 3 or min(levels) <= 0:
         return False
     powers = [v for v in levels if float(v).is_integer() and int(v) & (int(v) - 1) == 0]

@@ -62,7 +62,8 @@ class TermColumns:
         key = ("term_columns", coding)
         if key not in domain.cache:
             domain.cache[key] = cls(domain, coding)
-        return domain.cache[key]
+        shared: TermColumns = domain.cache[key]
+        return shared
 
     def _level_table(self, factor: str, power: int) -> np.ndarray:
         """Per level: the column value(s) of ``factor`` raised to ``power`` (levels × columns)."""
@@ -91,10 +92,11 @@ class TermColumns:
 
     def term(self, term: TermSpec, index: np.ndarray) -> np.ndarray:
         """Columns of one term for level-index rows ``index`` (rows × width)."""
-        out = None
+        out: np.ndarray | None = None
         for factor, power in term.parts:
             part = self._level_table(factor, power)[index[:, self._position[factor]]]
             out = part if out is None else (out[:, :, None] * part[:, None, :]).reshape(len(index), -1)
+        assert out is not None, "a term has at least one part"
         return out
 
     def candidate_term(self, term: TermSpec) -> np.ndarray:
@@ -102,13 +104,19 @@ class TermColumns:
         key = ("candidate_term", self.coding, term.parts)
         cache = self.domain.cache
         if key not in cache:
+            assert self.domain.index is not None, "candidate columns need a domain with candidates"
             cache[key] = np.ascontiguousarray(self.term(term, self.domain.index))
-        return cache[key]
+        columns: np.ndarray = cache[key]
+        return columns
 
     def matrix(self, terms: Sequence[TermSpec], index: np.ndarray | None = None, rows: np.ndarray | None = None) -> tuple[np.ndarray, list[slice]]:
         """Intercept + terms, for level-index rows ``index`` or for candidate positions ``rows``."""
         blocks, slices, start = [], [], 1
-        n = len(index) if index is not None else len(rows)
+        if index is not None:
+            n = len(index)
+        else:
+            assert rows is not None, "matrix: give level-index rows or candidate positions"
+            n = len(rows)
         for term in terms:
             block = self.term(term, index) if index is not None else self.candidate_term(term)[rows]
             blocks.append(block)

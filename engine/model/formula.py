@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -90,7 +90,7 @@ def _formulaic(call: Callable[[], _T], label: str) -> _T:
         raise FormulaError(f"{label}: {lines[0][:200] if lines else type(exc).__name__}") from None
 
 
-def _check_shape(text: str, columns: list, label: str) -> None:
+def _check_shape(text: str, columns: list[str], label: str) -> None:
     """Refuse, before formulaic expands anything, what R would refuse or what would expand without bound."""
     tokens = _formulaic(lambda: list(tokenize(text)), label)
     for token in (t for t in tokens if t.kind is Token.Kind.PYTHON):  # formulaic parses these itself
@@ -131,7 +131,8 @@ def _operator_bound(node: ASTNode, args: list[int], label: str) -> int:
     if symbol == ".":
         raise FormulaError(f"{label}: '.' (every other column) is not supported; name the terms")
     if symbol in ("^", "**"):
-        return args[0] ** _power(node.args[1], label)
+        power: int = args[0] ** _power(node.args[1], label)  # int ** int is Any to typeshed
+        return power
     if symbol == "*" and len(args) == 2:
         return args[0] + args[1] + args[0] * args[1]
     if symbol == ":":
@@ -164,7 +165,7 @@ class ParsedFormula:
         return " + ".join(self.terms) if self.terms else "1"
 
 
-def parse(formula: str, columns) -> ParsedFormula:
+def parse(formula: str, columns: Iterable[str]) -> ParsedFormula:
     """Parse ``formula`` against the available ``columns`` and check every factor expression."""
     text = normalize(formula)
     label = _label(formula)
@@ -194,7 +195,7 @@ def parse(formula: str, columns) -> ParsedFormula:
     return ParsedFormula(formula.strip(), response, tuple(terms), frozenset(variables), intercept, parsed)
 
 
-def _factor_columns(expr: str, columns: list, what: str) -> set[str]:
+def _factor_columns(expr: str, columns: list[str], what: str) -> set[str]:
     """The columns one factor expression reads; it must pass the whitelist and read at least one."""
     try:
         used = check(expr, columns, FORMULA_FUNCTIONS, what=what)
@@ -217,7 +218,7 @@ class ModelMatrix:
 
     @property
     def k(self) -> int:
-        return self.X.shape[1]
+        return int(self.X.shape[1])
 
 
 def model_matrix(formula: str | ParsedFormula, data: pd.DataFrame) -> ModelMatrix:
@@ -263,7 +264,7 @@ def _categorical(data: Any, contrasts: Any = None, **options: Any) -> Any:
 _FUNCTIONS = {"C": _categorical, "sqrt": np.sqrt, "abs": np.abs}
 
 
-def model_frame(data: pd.DataFrame, variables) -> pd.DataFrame:
+def model_frame(data: pd.DataFrame, variables: Container[str]) -> pd.DataFrame:
     """Only the used columns; numbers as float64 (R's doubles: ``I(x^20)`` cannot wrap around in int64),
     booleans as 0/1 (R's ``xTRUE`` dummy), strings as categoricals."""
     frame = data.loc[:, [c for c in data.columns if c in variables]].copy()

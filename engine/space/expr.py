@@ -31,7 +31,7 @@ import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NamedTuple, NoReturn, cast
 
 import numpy as np
 
@@ -52,7 +52,7 @@ MAX_EXPONENT = 64
 #: float64 holds every integer up to 2**53 exactly; integer results beyond it are verified.
 EXACT_INTEGERS = 2**53
 
-_BINOPS: dict[type, Callable] = {
+_BINOPS: dict[type[ast.AST], Callable[..., Any]] = {
     ast.Add: np.add,
     ast.Sub: np.subtract,
     ast.Mult: np.multiply,
@@ -62,7 +62,7 @@ _BINOPS: dict[type, Callable] = {
     ast.Pow: np.power,
 }
 #: Python's own integer arithmetic, to verify float64 results beyond 2**53.
-_EXACT_BINOPS: dict[type, Callable] = {
+_EXACT_BINOPS: dict[type[ast.AST], Callable[..., Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
@@ -70,7 +70,7 @@ _EXACT_BINOPS: dict[type, Callable] = {
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
 }
-_CMPOPS: dict[type, Callable] = {
+_CMPOPS: dict[type[ast.AST], Callable[..., Any]] = {
     ast.Eq: np.equal,
     ast.NotEq: np.not_equal,
     ast.Lt: np.less,
@@ -78,9 +78,9 @@ _CMPOPS: dict[type, Callable] = {
     ast.Gt: np.greater,
     ast.GtE: np.greater_equal,
 }
-_UNARY: dict[type, Callable] = {ast.USub: np.negative, ast.UAdd: np.positive, ast.Not: np.logical_not}
+_UNARY: dict[type[ast.AST], Callable[..., Any]] = {ast.USub: np.negative, ast.UAdd: np.positive, ast.Not: np.logical_not}
 
-_OP_SYMBOL = {
+_OP_SYMBOL: dict[type[ast.AST], str] = {
     ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>",
     ast.MatMult: "@", ast.Invert: "~", ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not",
     ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
@@ -267,7 +267,7 @@ class _Checker:
         if isinstance(node, ast.Compare):
             for op in node.ops:
                 self.allowed(op, _CMPOPS)
-            return [(node.left, True)] + [(comparator, True) for comparator in node.comparators]
+            return [(node.left, True), *[(comparator, True) for comparator in node.comparators]]
         if isinstance(node, ast.IfExp):
             return [(node.test, False), (node.body, False), (node.orelse, False)]
         if isinstance(node, ast.Call):
@@ -275,7 +275,7 @@ class _Checker:
             return [(arg, False) for arg in node.args]
         self.refuse(f"{_token(node)} is not allowed")
 
-    def allowed(self, op: ast.AST, table: Mapping[type, Callable]) -> None:
+    def allowed(self, op: ast.AST, table: Mapping[type[ast.AST], Callable[..., Any]]) -> None:
         if type(op) not in table:
             self.refuse(f"{_token(op)} is not allowed")
 
@@ -354,7 +354,7 @@ def _eval(node: ast.AST, cols: Mapping[str, np.ndarray]) -> _Value:
         value = node.value
         if isinstance(value, (bool, str)):
             return _Value(value, isinstance(value, bool))
-        return _Value(np.float64(value), isinstance(value, int))
+        return _Value(np.float64(cast(float, value)), isinstance(value, int))  # check() admits int and float only
     if isinstance(node, ast.Name):
         return _column(node.id, cols)
     if isinstance(node, ast.BinOp):
@@ -377,7 +377,8 @@ def _eval(node: ast.AST, cols: Mapping[str, np.ndarray]) -> _Value:
         test, body, orelse = (_eval(part, cols) for part in (node.test, node.body, node.orelse))
         return _Value(np.where(_truth(test.data), body.data, orelse.data), body.ints or orelse.ints)
     if isinstance(node, ast.Call):
-        return CONSTRAINT_FUNCTIONS[node.func.id](*(_eval(arg, cols) for arg in node.args))
+        function = cast(ast.Name, node.func).id  # check() admits calls by plain name only
+        return CONSTRAINT_FUNCTIONS[function](*(_eval(arg, cols) for arg in node.args))
     raise ExpressionError(f"cannot evaluate {_token(node)}")  # unreachable after check()
 
 
@@ -417,7 +418,7 @@ def _number(value: _Value) -> Any:
     return np.asarray(data, dtype=np.float64)
 
 
-def _arithmetic(op: type, left: _Value, right: _Value) -> _Value:
+def _arithmetic(op: type[ast.AST], left: _Value, right: _Value) -> _Value:
     x, y = _number(left), _number(right)
     ints = left.ints and right.ints and op is not ast.Div and not (op is ast.Pow and np.all(y < 0))
     out = _integer_power(x, y) if ints and op is ast.Pow else _BINOPS[op](x, y)
@@ -444,7 +445,7 @@ def _integer_power(x: Any, y: Any) -> np.ndarray:
     return np.where(whole, out, np.power(x, y))
 
 
-def _verify_integers(op: type, x: Any, y: Any, out: Any) -> None:
+def _verify_integers(op: type[ast.AST], x: Any, y: Any, out: Any) -> None:
     """Refuse an integer result that float64 rounded or overflowed where Python's integers are exact.
 
     Below 2**53 float64 is exact, so only rows beyond it (or with operands beyond it, for ``//`` and
@@ -477,7 +478,7 @@ def _python_number(value: float) -> int | float:
 _python = np.frompyfunc(_python_number, 1, 1)
 
 
-def _compare(op: type, left: Any, right: Any) -> Any:
+def _compare(op: type[ast.AST], left: Any, right: Any) -> Any:
     """A comparison as Python makes it: text never equals a number, and cannot be ordered against one."""
     try:
         return _CMPOPS[op](left, right)
@@ -492,7 +493,8 @@ def _truth(data: Any) -> np.ndarray:
     data = np.asarray(data)
     if data.dtype.kind in "OUS":
         return np.asarray(np.frompyfunc(bool, 1, 1)(data), dtype=bool)
-    return data != 0
+    truth: np.ndarray = data != 0  # np.bool_ when data is 0-d
+    return truth
 
 
 def _holds(value: _Value) -> np.ndarray:
@@ -512,7 +514,7 @@ def _boolean(conjunction: bool, values: list[_Value]) -> _Value:
     return out
 
 
-def _first_extreme(values: Iterable[_Value], op: type) -> _Value:
+def _first_extreme(values: Iterable[_Value], op: type[ast.AST]) -> _Value:
     values = list(values)
     out = values[0]
     for value in values[1:]:

@@ -100,9 +100,9 @@ def _as_number(value: Any, name: str) -> float | int:
     return _in_int64(number, name) if number.is_integer() and not isinstance(value, float) else number
 
 
-def first_duplicate(values: Sequence) -> Any:
+def first_duplicate(values: Sequence[Any]) -> Any:
     """The first value seen twice (None when all differ), for a message naming it."""
-    seen: set = set()
+    seen: set[Any] = set()
     for value in values:
         if value in seen:
             return value
@@ -116,7 +116,7 @@ class Factor:
 
     name: str
     kind: str
-    levels: tuple
+    levels: tuple[Any, ...]
 
     def __post_init__(self) -> None:
         check_factor_name(self.name)
@@ -131,6 +131,7 @@ class Factor:
         odd = next((v for v in levels if not isinstance(v, _LEVEL_TYPES)), None)
         if odd is not None or None in levels:  # str() would turn [1, 2] or None into a level silently
             raise UserError(f"factor '{self.name}': level {brief(odd)} is not a number, text or boolean")
+        clean: Sequence[bool | int | float | str]
         if self.kind == "boolean":
             clean = sorted({_as_bool(v, self.name) for v in levels})
         elif self.kind == "categorical":
@@ -169,12 +170,12 @@ class Factor:
             return np.array(self.levels, dtype=object)
         return np.array(self.levels, dtype=float if any(isinstance(v, float) for v in self.levels) else np.int64)
 
-    def index_of(self, values: Sequence) -> np.ndarray:
+    def index_of(self, values: Sequence[Any]) -> np.ndarray:
         """Level index of each value; -1 where a value is not a level."""
         lookup = {self._key(v): i for i, v in enumerate(self.levels)}
         return np.array([lookup.get(self._key(v), -1) for v in values], dtype=np.int64)
 
-    def _key(self, value: Any):
+    def _key(self, value: Any) -> bool | str | float | None:
         if self.kind == "boolean":
             try:
                 return _as_bool(value, self.name)
@@ -187,7 +188,7 @@ class Factor:
         except (TypeError, ValueError):
             return None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         levels = [v if not isinstance(v, np.generic) else v.item() for v in self.levels]
         return {"name": self.name, "kind": self.kind, "levels": levels}
 
@@ -240,11 +241,11 @@ class Space:
     def enumerable(self) -> bool:
         return self.size <= MAX_ENUMERATE
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"factors": [f.to_dict() for f in self.factors], "constraints": list(self.constraints)}
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> Space:
+    def from_dict(cls, data: Mapping[str, Any]) -> Space:
         if not isinstance(data, Mapping) or "factors" not in data:
             raise UserError("space: missing 'factors'")
         items, constraints = data["factors"] or [], data.get("constraints") or []
@@ -308,7 +309,8 @@ class Space:
             if f.name not in frame.columns:
                 raise UserError(f"configuration is missing factor '{f.name}'")
             on_grid &= f.index_of(frame[f.name].to_numpy()) >= 0
-        return on_grid & self.constraint_mask(self._columns(frame), len(frame))
+        valid: np.ndarray = on_grid & self.constraint_mask(self._columns(frame), len(frame))
+        return valid
 
     # -- encodings -----------------------------------------------------------------------------
     def to_level_index(self, frame: pd.DataFrame) -> np.ndarray:
@@ -333,7 +335,7 @@ class Space:
         """Level indices mapped linearly onto [-1, 1] (a single-level factor codes as 0)."""
         index = self.to_level_index(frame).astype(float)
         span = np.array([max(f.n_levels - 1, 1) for f in self.factors], dtype=float)
-        coded = 2.0 * index / span - 1.0
+        coded: np.ndarray = 2.0 * index / span - 1.0
         coded[:, [f.n_levels == 1 for f in self.factors]] = 0.0
         return coded
 
@@ -383,7 +385,7 @@ class Space:
         if n < 0:
             raise UserError(f"sample size {n} must be >= 0")
         rng = np.random.default_rng(seed)
-        excluded = set()
+        excluded: set[tuple[int, ...]] = set()
         if exclude is not None and len(exclude):
             excluded = set(map(tuple, self.to_level_index(exclude)))
         if self.enumerable:
@@ -397,9 +399,9 @@ class Space:
             return valid.iloc[rng.permutation(chosen)].reset_index(drop=True)
         return self._rejection_sample(n, rng, excluded)
 
-    def _rejection_sample(self, n: int, rng: np.random.Generator, excluded: set) -> pd.DataFrame:
+    def _rejection_sample(self, n: int, rng: np.random.Generator, excluded: set[tuple[int, ...]]) -> pd.DataFrame:
         counts = np.array([f.n_levels for f in self.factors])
-        found: dict[tuple, None] = {}
+        found: dict[tuple[int, ...], None] = {}
         drawn = valid_seen = 0
         batch = max(4 * n, 10_000)
         while len(found) < n:
@@ -493,7 +495,7 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
-def _factor_from_dict(item: Mapping) -> Factor:
+def _factor_from_dict(item: Mapping[str, Any]) -> Factor:
     """A factor from its mapping: explicit ``levels``, or ``low``/``high``/``step``, ``range``, ``powers_of_two``."""
     name, levels = check_factor_name(item["name"]), item.get("levels")
     if levels is not None and not isinstance(levels, (list, tuple)):
@@ -511,7 +513,7 @@ def _factor_from_dict(item: Mapping) -> Factor:
     return Factor(name, kind, tuple(levels or ()))
 
 
-def _guess_kind(levels) -> str:
+def _guess_kind(levels: Iterable[Any] | None) -> str:
     levels = list(levels or [])
     if levels and all(isinstance(v, bool) for v in levels):
         return "boolean"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -22,7 +23,7 @@ _MAX_DIGITS = 19  # int64 holds every 18-digit number; 19 digits may overflow an
 _POW2 = re.compile(r"^\s*2\s*(?:\^|\*\*)\s*(\d+)\s*\.\.\s*2\s*(?:\^|\*\*)\s*(\d+)\s*$")
 
 
-def parse_levels(text: str, kind: str, name: str) -> tuple:
+def parse_levels(text: str | None, kind: str, name: str) -> tuple[bool | int | str, ...]:
     """Levels from their text form (see the module docstring)."""
     text = "" if text is None else str(text).strip()
     if kind == "boolean" and not text:
@@ -53,7 +54,7 @@ def _exponent(digits: str, name: str, text: str) -> int:
     return int(digits)
 
 
-def format_levels(levels: Iterable) -> str:
+def format_levels(levels: Iterable[Any]) -> str:
     levels = list(levels)
     if len(levels) > 3 and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in levels):
         if all(b - a == 1 for a, b in zip(levels, levels[1:])):
@@ -71,7 +72,7 @@ def factor_table(space: Space) -> pd.DataFrame:
     )
 
 
-def space_from_table(rows: Iterable[Mapping], constraints: str | Iterable[str] = ()) -> Space:
+def space_from_table(rows: Iterable[Mapping[str, Any]], constraints: str | Iterable[str] = ()) -> Space:
     """Build a space from edited rows (name, kind, levels text) and constraints (text, one per line)."""
     factors = []
     for i, row in enumerate(rows, start=1):
