@@ -148,3 +148,20 @@ def test_the_engine_is_grouped_by_the_method_with_at_most_three_loose_files():
     for package in ("space", "model", "design", "strategies", "runners", "execution", "analysis", "io", "compare",
                     "surrogates"):
         assert (REPO_ROOT / "engine" / package / "__init__.py").is_file(), package
+
+
+LAZY_PACKAGES = [name for name, path in MODULES.items()
+                 if path.name == "__init__.py" and "lazy_exports(" in path.read_text()]
+
+
+@pytest.mark.parametrize("package", LAZY_PACKAGES)
+def test_what_mypy_sees_of_a_lazy_package_is_what_runs(package):
+    """A lazy package lists its names twice, ``_EXPORTS`` for the interpreter and a ``TYPE_CHECKING``
+    block for mypy; a name added to one and not the other would type-check yet fail, or the reverse."""
+    tree = ast.parse(MODULES[package].read_text())
+    exports = next(ast.literal_eval(node.value) for node in tree.body
+                   if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "_EXPORTS" for t in node.targets))
+    block = next(node for node in tree.body
+                 if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING")
+    seen = {(imp.module, alias.name) for imp in block.body if isinstance(imp, ast.ImportFrom) for alias in imp.names}
+    assert seen == {(f"{package}.{module}", name) for module, names in exports.items() for name in names}

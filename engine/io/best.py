@@ -62,7 +62,7 @@ class BestConfig:
             raise UserError(f"best configuration: source {brief(self.source)} must be one of {', '.join(SOURCES)}")
         object.__setattr__(self, "config", {str(k): plain(v) for k, v in self.config.items()})
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "format": FORMAT, "version": VERSION, "study": self.study, "objective": self.objective,
             "direction": self.direction, "source": self.source, "value": self.value,

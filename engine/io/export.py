@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -57,7 +57,7 @@ class StudyDocument:
 
     spec: StudySpec
     measurements: pd.DataFrame
-    extra: dict | None
+    extra: dict[str, Any] | None
 
 
 def _clean(value: Any) -> Any:
@@ -81,13 +81,13 @@ def _clean(value: Any) -> Any:
     raise TypeError(f"cannot export a {type(value).__name__} value ({value!r:.40})")
 
 
-def _column_values(column: pd.Series) -> list:
+def _column_values(column: pd.Series) -> list[Any]:
     """One column as JSON-ready Python values, converted a whole column at a time where possible."""
     if pd.api.types.is_float_dtype(column):
         values = column.to_numpy(dtype=float)
         return [v if ok else None for v, ok in zip(values.tolist(), np.isfinite(values).tolist())]
     if pd.api.types.is_bool_dtype(column) or (pd.api.types.is_integer_dtype(column) and not column.hasnans):
-        return column.tolist()
+        return list(column.tolist())
     return [_clean(v) for v in column.astype(object).where(column.notna(), None).tolist()]
 
 
@@ -95,7 +95,7 @@ def _json(value: Any) -> str:
     return json.dumps(_clean(value), ensure_ascii=False, allow_nan=False)
 
 
-def study_to_json(spec: StudySpec, measurements: pd.DataFrame, extra: dict | None = None) -> str:
+def study_to_json(spec: StudySpec, measurements: pd.DataFrame, extra: dict[str, Any] | None = None) -> str:
     """The study as one JSON document (see the module docstring for its layout)."""
     columns = [str(c) for c in measurements.columns]
     values = [_column_values(measurements[c]) for c in measurements.columns]
@@ -127,7 +127,7 @@ def parse_study_json(text: str | bytes) -> StudyDocument:
     records, columns = doc.get("measurements"), doc.get("columns")
     if not isinstance(records, list) or not isinstance(columns, list) or not all(isinstance(r, dict) for r in records):
         raise UserError("study JSON: 'measurements' must be a list of objects and 'columns' a list of names")
-    spec = StudySpec.from_dict(doc.get("spec"))
+    spec = StudySpec.from_dict(doc.get("spec"))  # type: ignore[arg-type]  # from_dict refuses a non-mapping by name
     frame = pd.DataFrame.from_records(records, columns=columns) if records else pd.DataFrame(columns=columns)
     for name, dtype in (doc.get("dtypes") or {}).items():
         if name in frame and str(frame[name].dtype) != dtype:
@@ -153,10 +153,10 @@ def study_to_csv(spec: StudySpec, measurements: pd.DataFrame) -> str:
     first = [*spec.space.names, *(c for c in (spec.objective, "status", "error") if c in frame.columns)]
     frame = frame[first + [c for c in frame.columns if c not in first]]
     cells = chain(frame.columns, *(frame[c] for c in frame.columns if frame[c].dtype.kind in "OSU"))
-    return frame.to_csv(index=False, lineterminator="\n", quoting=csv_quoting(cells))
+    return str(frame.to_csv(index=False, lineterminator="\n", quoting=csv_quoting(cells)))
 
 
-def csv_quoting(cells: Iterable[Any]) -> int:
+def csv_quoting(cells: Iterable[Any]) -> Literal[0, 1]:
     """How to quote a CSV file holding ``cells``. QUOTE_MINIMAL leaves a lone ``\\r`` unquoted when lines
     end in ``\\n``, and readers (pandas, spreadsheets) then end the row there; so a file holding one is
     written with every field quoted, and every other file stays as minimal as before."""

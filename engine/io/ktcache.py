@@ -37,12 +37,12 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError, brief
+from engine.io.jsonable import plain
 from engine.io.table_import import (
     ImportedTable,
     Source,
     check_reserved,
     load_json,
-    native,
     read_bytes,
     source_name,
     study_name_from,
@@ -97,7 +97,7 @@ def _parse_json(text: str, label: str) -> tuple[Any, bool]:
         raise UserError(f"kt-cache {label}: not valid JSON at line {exc.lineno} col {exc.colno} ({exc.msg})") from None
 
 
-def _load(source: Source, label: str) -> tuple[dict, bool]:
+def _load(source: Source, label: str) -> tuple[dict[str, Any], bool]:
     data = read_bytes(source, f"kt-cache {label}")
     try:
         text = data.decode("utf-8")
@@ -129,7 +129,7 @@ def _factor(name: str, levels: Any, label: str) -> Factor:
     return Factor(name, kind, tuple(levels))
 
 
-def _factors(doc: dict, label: str) -> list[Factor]:
+def _factors(doc: dict[str, Any], label: str) -> list[Factor]:
     keys, params = doc["tune_params_keys"], doc["tune_params"]
     if not (isinstance(keys, list) and keys and all(isinstance(k, str) for k in keys) and isinstance(params, dict)):
         raise UserError(f"kt-cache {label}: 'tune_params_keys' must be a non-empty list and 'tune_params' an object")
@@ -159,7 +159,7 @@ def _factor_column(factor: Factor, records: pd.DataFrame, label: str) -> pd.Seri
         row = int(np.argmax(~on_grid.to_numpy()))
         raise UserError(
             f"kt-cache {label}: record {brief(records.index[row])}: "
-            f"{factor.name}={brief(native(raw.iloc[row]))} is not in tune_params"
+            f"{factor.name}={brief(plain(raw.iloc[row]))} is not in tune_params"
         )
     return column.astype(bool) if factor.kind == "boolean" else column
 
@@ -185,13 +185,14 @@ def _failures(records: pd.DataFrame, objective: str) -> pd.Series:
     values = _numbers(records[objective]) if objective in records else np.full(n, np.nan)
     masks.append(~np.isfinite(values) | (values >= SENTINEL))
     names.append(np.full(n, "ErrorConfig", dtype=object))
-    return pd.Series(np.select(masks, names, default=None), dtype=object)
+    return pd.Series(np.select(masks, names, default=None), dtype=object)  # type: ignore[call-overload]  # None: no failure
 
 
 def _numbers(column: pd.Series) -> np.ndarray:
     """Floats of a record field; NaN where it holds no real number (strings, None, booleans, lists)."""
     numeric = column.map(type).isin([int, float])
-    return pd.to_numeric(column.where(numeric), errors="coerce").to_numpy(dtype=float)
+    numbers: np.ndarray = pd.to_numeric(column.where(numeric), errors="coerce").to_numpy(dtype=float)
+    return numbers
 
 
 def _extras(records: pd.DataFrame, skip: set[str]) -> pd.DataFrame:

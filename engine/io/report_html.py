@@ -23,6 +23,7 @@ _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#222;padding:0 1rem}
 h1{font-size:1.6rem}h2{font-size:1.25rem;border-bottom:1px solid #ddd;padding-bottom:.2rem;margin-top:2rem}
 table{border-collapse:collapse;margin:.5rem 0;font-size:.9rem}th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:left}
+td{white-space:pre-line}
 th{background:#f4f4f4}.muted{color:#666}.figure{margin:1rem 0}code{background:#f4f4f4;padding:0 .2rem}
 """
 _COLORS = {"points": "#4c78a8", "best": "#e45756", "axis": "#888"}
@@ -46,8 +47,8 @@ def _table(frame: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
     for column in shown.columns:
         if shown[column].dtype == object or pd.api.types.is_extension_array_dtype(shown[column].dtype):
             shown[column] = shown[column].astype(object).map(_cell)
-    return shown.to_html(index=False, escape=True, na_rep="", border=0,
-                         float_format=lambda x: f"{x:.6g}")
+    return str(shown.to_html(index=False, escape=True, na_rep="", border=0,
+                         float_format=lambda x: f"{x:.6g}"))
 
 
 def progress_data(spec: StudySpec, measurements: pd.DataFrame) -> pd.DataFrame:
@@ -73,10 +74,10 @@ def progress_svg(data: pd.DataFrame, objective: str, width: int = 720, height: i
     if y_hi == y_lo:
         y_lo, y_hi = y_lo - 1.0, y_hi + 1.0
 
-    def px(v):
+    def px(v: float) -> float:
         return left + (v - x_lo) / (x_hi - x_lo) * (width - left - right)
 
-    def py(v):
+    def py(v: float) -> float:
         return top + (y_hi - v) / (y_hi - y_lo) * (height - top - bottom)
 
     dots = "".join(f'<circle cx="{px(a):.1f}" cy="{py(b):.1f}" r="2.5"/>' for a, b in zip(x, y))
@@ -149,7 +150,7 @@ def study_report(
     *,
     designs: pd.DataFrame | None = None,
     anova: Mapping[str, pd.DataFrame] | pd.DataFrame | None = None,
-    decisions: pd.DataFrame | None = None,
+    decisions: pd.DataFrame | None = None,  # as a person reads it: engine.analysis.study_data.readable_log
     figures: Sequence[tuple[str, Any]] = (),
     best: Any = None,
     title: str | None = None,
@@ -175,8 +176,7 @@ def study_report(
         tables = {"ANOVA": anova} if isinstance(anova, pd.DataFrame) else dict(anova)
         parts.append("<h2>ANOVA</h2>" + "".join(f"<h3>{_e(name)}</h3>{_table(t)}" for name, t in tables.items()))
     if decisions is not None:
-        parts.append("<h2>Decisions log</h2>" + _table(decisions, ["id", "step", "kind", "outcome", "actor", "chosen",
-                                                                     "explanation", "created_at"]))
+        parts.append("<h2>Decisions log</h2>" + _table(decisions))
     data = progress_data(spec, measurements)
     shown = ([("Progress: every measurement and the best so far", progress_svg(data, spec.objective))]
              if not data.empty else []) + list(figures)

@@ -165,22 +165,23 @@ class _SpecLoader(yaml.SafeLoader):
         self._depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()
+        event = self.peek_event()  # type: ignore[no-untyped-call]  # untyped in types-PyYAML
         if isinstance(event, yaml.AliasEvent):
             raise ComposerError(None, None, f"alias *{event.anchor} is not allowed in a spec; repeat the value",
-                                event.start_mark)
+                                event.start_mark)  # type: ignore[arg-type]  # stubs: C-loader mark
         if not isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
             return super().compose_node(parent, index)
         if self._depth >= MAX_DEPTH:
-            raise ComposerError(None, None, f"lists or mappings nested more than {MAX_DEPTH} deep", event.start_mark)
+            raise ComposerError(None, None, f"lists or mappings nested more than {MAX_DEPTH} deep",
+                                event.start_mark)  # type: ignore[arg-type]
         self._depth += 1
         try:
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        seen: set = set()
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
+        seen: set[Hashable] = set()
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 continue
@@ -192,7 +193,7 @@ class _SpecLoader(yaml.SafeLoader):
                 seen.add(key)
         return super().construct_mapping(node, deep)
 
-    def construct_yaml_int(self, node: yaml.ScalarNode) -> int | str:
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int | str:  # type: ignore[override]  # text on purpose
         try:
             return super().construct_yaml_int(node)
         except ValueError:  # more digits than int() converts
@@ -200,7 +201,7 @@ class _SpecLoader(yaml.SafeLoader):
 
 
 _SpecLoader.add_constructor("tag:yaml.org,2002:int", _SpecLoader.construct_yaml_int)
-_SpecLoader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_str)
+_SpecLoader.add_constructor("tag:yaml.org,2002:timestamp", _SpecLoader.construct_yaml_str)  # type: ignore[type-var]
 
 
 def load_spec(path: str | Path) -> StudySpec:
@@ -247,7 +248,7 @@ _Dumper.add_representer(str, _represent_str)
 
 def dump_yaml(data: Any, **options: Any) -> str:
     """YAML text that ``yaml.safe_load`` reads back to ``data``, Unicode kept readable."""
-    return yaml.dump(data, Dumper=_Dumper, allow_unicode=True, **options)
+    return str(yaml.dump(data, Dumper=_Dumper, allow_unicode=True, **options))
 
 
 def dump_spec(spec: StudySpec, fmt: str = "yaml") -> str:

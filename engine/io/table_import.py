@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError, brief
-from engine.io.jsonable import plain as native
+from engine.io.jsonable import plain
 from engine.runners.status import STATUSES
 from engine.space.factors import Factor, Space, first_duplicate
 from engine.study import StudySpec
@@ -68,7 +68,7 @@ class ImportedTable:
 
     spec: StudySpec
     table: pd.DataFrame
-    report: dict
+    report: dict[str, Any]
     extras: pd.DataFrame | None = field(default=None)
 
 
@@ -168,7 +168,7 @@ class _DuplicateKey(Exception):
     """Raised inside json.loads; :func:`load_json` words it with the file's name."""
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     data = dict(pairs)
     if len(data) != len(pairs):
         raise _DuplicateKey(first_duplicate([key for key, _ in pairs]))
@@ -200,7 +200,7 @@ def check_reserved(names: Iterable[str], what: str) -> None:
             raise UserError(f"{what}: column '{name}' is reserved for the table's {name}; rename or ignore it")
 
 
-def summarise(table: pd.DataFrame, factors: list[str], direction: str) -> dict:
+def summarise(table: pd.DataFrame, factors: list[str], direction: str) -> dict[str, Any]:
     """Counts and the best measured row, the part of an import report every importer shares."""
     status = table["status"]
     ok = status == "ok"
@@ -218,7 +218,7 @@ def summarise(table: pd.DataFrame, factors: list[str], direction: str) -> dict:
     if ok.any():
         best = values.idxmin() if direction == "minimize" else values.idxmax()
         report["optimum"] = float(values[best])
-        report["optimum_config"] = {name: native(table.at[best, name]) for name in factors}
+        report["optimum_config"] = {name: plain(table.at[best, name]) for name in factors}
     return report
 
 
@@ -291,7 +291,7 @@ def _statuses(frame: pd.DataFrame, has_value: pd.Series, label: str) -> tuple[pd
     if "error" in frame:
         error = frame["error"].where((frame["error"] != "") & (status != "ok"))
     else:
-        error = pd.Series(np.where(has_value, None, "no finite objective value"), index=frame.index)
+        error = pd.Series(np.where(has_value, None, "no finite objective value"), index=frame.index)  # type: ignore[call-overload]  # numpy stubs refuse a None branch; object result is intended
     error = pd.Series(error.astype(object).where(error.notna(), None), index=frame.index, dtype=object)
     return status.astype(str), error
 

@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import UserError
-from engine.runners.base import STATUSES, MeasureError, MeasureResult, Runner, Trial
+from engine.runners.base import MeasureError, MeasureResult, Runner, Trial
+from engine.runners.status import STATUSES
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from engine.space.factors import Space
 
 #: kind -> (module, class)
 RUNNER_KINDS: dict[str, tuple[str, str]] = {
@@ -30,10 +36,11 @@ def runner_class(kind: str) -> type[Runner]:
     if kind not in RUNNER_KINDS:
         raise UserError(f"runner kind {kind!r} is not one of {', '.join(RUNNER_KINDS)}")
     module, name = RUNNER_KINDS[kind]
-    return getattr(importlib.import_module(module), name)
+    found: type[Runner] = getattr(importlib.import_module(module), name)
+    return found
 
 
-def runner_from_spec(runner: Mapping[str, Any], *, space=None, table=None) -> Runner:
+def runner_from_spec(runner: Mapping[str, Any], *, space: Space | None = None, table: pd.DataFrame | None = None) -> Runner:
     """The runner a study spec's ``runner`` mapping describes.
 
     ``space`` is the study's :class:`~engine.space.factors.Space` (table and synthetic runners key

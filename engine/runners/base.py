@@ -23,10 +23,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from engine.errors import UserError
 from engine.runners.status import STATUSES
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from engine.space.factors import Space
 
 #: Most characters of an error text a result keeps (its start and its end).
 ERROR_LIMIT = 8 * 1024
@@ -62,7 +67,7 @@ class MeasureResult:
     def ok(self) -> bool:
         return self.status == "ok"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "value": self.value, "status": self.status, "error": self.error, "repeat": self.repeat,
             "host": self.host, "metadata": dict(self.metadata),
@@ -140,14 +145,14 @@ def bounded_metadata(metadata: Mapping[str, Any], limit: int = METADATA_LIMIT) -
     return kept
 
 
-def check_int(options: Mapping, name: str, default: int, low: int, what: str) -> int:
+def check_int(options: Mapping[str, object], name: str, default: int, low: int, what: str) -> int:
     value = options.get(name, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise UserError(f"runner '{what}': {name} {value!r} must be an integer >= {low}")
     return value
 
 
-def check_positive(options: Mapping, name: str, default: float | None, what: str) -> float | None:
+def check_positive(options: Mapping[str, object], name: str, default: float | None, what: str) -> float | None:
     value = options.get(name, default)
     if value is None:
         return None
@@ -156,7 +161,7 @@ def check_positive(options: Mapping, name: str, default: float | None, what: str
     return float(value)
 
 
-def check_options(options: Mapping, allowed: tuple[str, ...], what: str) -> None:
+def check_options(options: Mapping[str, object], allowed: tuple[str, ...], what: str) -> None:
     """Refuse unknown keys in a runner mapping: a typo must not silently fall back to a default."""
     known = set(allowed) | set(COMMON_OPTIONS) | {"kind"}
     for key in options:
@@ -175,7 +180,7 @@ def finite_value(value: Any) -> float:
     return number
 
 
-def _finite(values: list, failure: MeasureError | None) -> tuple[list[float], MeasureError | None]:
+def _finite(values: list[float], failure: MeasureError | None) -> tuple[list[float], MeasureError | None]:
     """The values up to the first one that is not a finite number, which becomes the failure."""
     kept: list[float] = []
     for value in values:
@@ -205,8 +210,15 @@ class Runner(ABC):
         self.timeout = check_positive({"timeout": timeout}, "timeout", 60.0, self.kind)
         self.check = check
 
+    if TYPE_CHECKING:  # every subclass defines it; declared for the type checker only
+
+        @classmethod
+        def from_spec(cls, spec: Mapping[str, Any], *, space: Space | None = None,
+                      table: pd.DataFrame | None = None) -> Runner:
+            """The runner a study spec's ``runner`` mapping describes."""
+
     @classmethod
-    def common(cls, options: Mapping) -> dict:
+    def common(cls, options: Mapping[str, Any]) -> dict[str, Any]:
         """The common options of a runner mapping, validated."""
         return {
             "repeats": check_int(options, "repeats", 1, 1, cls.kind),
@@ -246,7 +258,7 @@ class Runner(ABC):
     def _run(self, config: dict[str, Any], repeats: int, start: int) -> Trial:
         """Run warm-ups and ``repeats`` repeats of ``config``; raise :class:`MeasureError` to fail it."""
 
-    def repeat_calls(self, once: Callable[[], float], repeats: int, metadata: dict | None = None) -> Trial:
+    def repeat_calls(self, once: Callable[[], float], repeats: int, metadata: dict[str, Any] | None = None) -> Trial:
         """For runners that measure one repeat per call: warm-ups (discarded), then the repeats;
         a :class:`MeasureError` keeps the values measured so far."""
         trial = Trial(metadata=dict(metadata or {}))
@@ -259,6 +271,6 @@ class Runner(ABC):
             trial.failure = exc
         return trial
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """A short JSON-ready description (for logs and CLI output)."""
         return {"kind": self.kind, "repeats": self.repeats, "warmup": self.warmup, "timeout": self.timeout}

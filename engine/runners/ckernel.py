@@ -45,11 +45,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import UserError
 from engine.runners.base import MeasureError, Runner, Trial, check_int, check_options, check_positive, utc_now
 from engine.runners.process import check_outcome, run_process, tail
+
+if TYPE_CHECKING:
+    from engine.space.factors import Space
 
 KERNEL_DIR = Path(__file__).with_name("kernels")
 OPT_LEVELS = ("O0", "O1", "O2", "O3", "Os", "Ofast")
@@ -75,7 +78,7 @@ class Kernel:
     def factor_names(self) -> tuple[str, ...]:
         return (*self.tiles, *self.unrolls, "SCR", "VEC", "OMP", "THREADS", "OPT", "MARCH", "FUNROLL")
 
-    def space_dict(self) -> dict:
+    def space_dict(self) -> dict[str, Any]:
         """The default search space, as a spec's ``factors``/``constraints`` mapping."""
         factors = [{"name": t, "kind": "ordinal", "levels": list(TILES)} for t in self.tiles]
         factors += [{"name": u, "kind": "ordinal", "levels": list(UNROLLS)} for u in self.unrolls]
@@ -85,7 +88,7 @@ class Kernel:
                     {"name": "MARCH", "kind": "boolean"}, {"name": "FUNROLL", "kind": "boolean"}]
         return {"factors": factors, "constraints": ["OMP or THREADS == 1"]}
 
-    def space(self):
+    def space(self) -> Space:
         from engine.space.factors import Space
 
         return Space.from_dict(self.space_dict())
@@ -272,7 +275,7 @@ class CKernelRunner(Runner):
 
     def __init__(self, kernel: str, *, n: int | None = None, steps: int = 10, cflags: Sequence[str] = (),
                  compiler: str = "gcc", compile_timeout: float | None = 120.0, baseline: bool = True,
-                 baseline_repeats: int = 5, cache: str | None = None, **common) -> None:
+                 baseline_repeats: int = 5, cache: str | None = None, **common: Any) -> None:
         super().__init__(**common)
         self.kernel = kernel_named(kernel)
         self.n = check_int({"n": n if n is not None else self.kernel.default_n}, "n", 0, 4, self.kind)
@@ -291,14 +294,14 @@ class CKernelRunner(Runner):
         return (Path(self.cache) if self.cache else cache_dir()) / "ckernel"
 
     @classmethod
-    def from_spec(cls, spec: Mapping, **_) -> CKernelRunner:
+    def from_spec(cls, spec: Mapping[str, Any], **_: object) -> CKernelRunner:
         check_options(spec, cls.OPTIONS, cls.kind)
         if "kernel" not in spec:
             raise UserError(f"runner 'ckernel': needs 'kernel' (one of {', '.join(KERNELS)})")
         options = {k: spec[k] for k in cls.OPTIONS if k in spec and k != "kernel"}
         return cls(spec["kernel"], **options, **cls.common(spec))
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         return {**super().describe(), "kernel": self.kernel.name, "n": self.n}
 
     def build(self, values: Mapping[str, Any]) -> tuple[Binary, list[str]]:
@@ -307,14 +310,14 @@ class CKernelRunner(Runner):
         binary = compile_source(source, cflags, compiler=self.compiler, timeout=self.compile_timeout, folder=self.folder())
         return binary, cflags
 
-    def execute(self, binary: Binary, values: Mapping[str, Any], repeats: int, warmup: int) -> dict:
+    def execute(self, binary: Binary, values: Mapping[str, Any], repeats: int, warmup: int) -> dict[str, Any]:
         """Run the binary once (warm-ups + repeats in-process); the parsed JSON line."""
         env = {**os.environ, "OMP_NUM_THREADS": str(values["THREADS"])}
         argv = [str(binary.path), str(self.n), str(warmup), str(repeats), "1" if self.check else "0"]
         outcome = run_process(argv, timeout=self.timeout, env=env)
         check_outcome(outcome, self.timeout, f"kernel {self.kernel.name}")
         try:
-            report = json.loads(outcome.stdout.strip().splitlines()[-1])
+            report: dict[str, Any] = json.loads(outcome.stdout.strip().splitlines()[-1])
         except (json.JSONDecodeError, IndexError):
             raise MeasureError("failed", f"kernel output is not the expected JSON line: {tail(outcome.stdout, 3, 300)!r}") from None
         if self.check and not report.get("error", 0.0) <= TOLERANCE:  # NaN fails too
@@ -334,7 +337,7 @@ class CKernelRunner(Runner):
                 return float(json.loads(record.read_text())["seconds"])
             report = self.execute(binary, values, self.baseline_repeats, max(self.warmup, 1))
             times = sorted(report["times"])
-            seconds = times[len(times) // 2]
+            seconds: float = times[len(times) // 2]
             record.write_text(json.dumps({"kernel": self.kernel.name, "n": self.n, "flags": cflags, "times": times,
                                           "seconds": seconds, "measured_at": utc_now().isoformat()}))
             return seconds

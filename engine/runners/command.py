@@ -47,7 +47,7 @@ def check_template(text: str, what: str) -> list[str]:
 
 
 def substitute(text: str, config: Mapping[str, Any]) -> str:
-    def replace(match: re.Match) -> str:
+    def replace(match: re.Match[str]) -> str:
         token = match.group(0)
         if token == "{{":
             return "{"
@@ -64,7 +64,7 @@ def substitute(text: str, config: Mapping[str, Any]) -> str:
 class Metric:
     """Where the number lives in a program's stdout: ``{"regex": ...}`` or ``{"json": "key.path"}``."""
 
-    def __init__(self, spec: Mapping | str, what: str) -> None:
+    def __init__(self, spec: Mapping[str, Any] | str, what: str) -> None:
         if isinstance(spec, str):
             spec = {"regex": spec}
         if not isinstance(spec, Mapping) or len(spec) != 1 or next(iter(spec)) not in ("regex", "json"):
@@ -110,8 +110,8 @@ class CommandRunner(Runner):
     kind = "command"
     OPTIONS = ("command", "metric", "env", "cwd", "expect")
 
-    def __init__(self, command: Sequence[str], metric: Mapping | str, *, env: Mapping[str, str] | None = None,
-                 cwd: str | None = None, expect: str | None = None, **common) -> None:
+    def __init__(self, command: Sequence[str], metric: Mapping[str, Any] | str, *, env: Mapping[str, str] | None = None,
+                 cwd: str | None = None, expect: str | None = None, **common: Any) -> None:
         super().__init__(**common)
         what = "runner 'command'"
         if isinstance(command, str) or not isinstance(command, Sequence) or not command:
@@ -128,7 +128,7 @@ class CommandRunner(Runner):
         self.expect = re.compile(expect, re.MULTILINE) if expect else None
 
     @classmethod
-    def from_spec(cls, spec: Mapping, **_) -> CommandRunner:
+    def from_spec(cls, spec: Mapping[str, Any], **_: object) -> CommandRunner:
         check_options(spec, cls.OPTIONS, cls.kind)
         if "command" not in spec or "metric" not in spec:
             raise UserError("runner 'command': needs 'command' (argument list) and 'metric' ({regex: ..} or {json: ..})")

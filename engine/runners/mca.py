@@ -63,7 +63,7 @@ class McaRunner(Runner):
     OPTIONS = ("hex", "asm", "iterations", "triple", "mca", "mc")
 
     def __init__(self, *, hex: str | None = None, asm: str | None = None, iterations: int = 100,
-                 triple: str = "x86_64-unknown-unknown", mca: str = "llvm-mca-19", mc: str = "llvm-mc-19", **common) -> None:
+                 triple: str = "x86_64-unknown-unknown", mca: str = "llvm-mca-19", mc: str = "llvm-mc-19", **common: Any) -> None:
         super().__init__(**common)
         if (hex is None) == (asm is None):
             raise UserError("runner 'mca': give exactly one of 'hex' (machine code) or 'asm' (assembly text)")
@@ -79,7 +79,7 @@ class McaRunner(Runner):
                 raise UserError(f"runner 'mca': {tool} not found (Debian package llvm-19: make system-test-deps)")
 
     @classmethod
-    def from_spec(cls, spec: Mapping, **_) -> McaRunner:
+    def from_spec(cls, spec: Mapping[str, Any], **_: object) -> McaRunner:
         check_options(spec, cls.OPTIONS, cls.kind)
         options = {k: spec[k] for k in cls.OPTIONS if k in spec}
         return cls(**options, **cls.common(spec))
@@ -109,7 +109,10 @@ class McaRunner(Runner):
 
     def _run(self, config: dict[str, Any], repeats: int, start: int) -> Trial:
         args = self.arguments(config)
-        asm = self.asm if self.asm is not None else disassemble(self.hex, self.mc, self.triple.split("-")[0], self.timeout)
+        asm = self.asm
+        if asm is None:
+            assert self.hex is not None  # __init__ keeps exactly one of asm and hex
+            asm = disassemble(self.hex, self.mc, self.triple.split("-")[0], self.timeout)
 
         def once() -> float:
             outcome = run_process([self.mca, *args, "-"], timeout=self.timeout, stdin=asm)

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from engine.runners.base import MeasureError
 
@@ -180,7 +181,7 @@ def kill_running() -> None:
         kill_tree(pid, marker)
 
 
-def spawn(argv: Sequence[str], *, env: Mapping[str, str] | None = None, **popen) -> tuple[subprocess.Popen, str]:
+def spawn(argv: Sequence[str], *, env: Mapping[str, str] | None = None, **popen: Any) -> tuple[subprocess.Popen[bytes], str]:
     """Start ``argv`` marked, in its own session, dying with this thread; returns it and its marker.
     The caller ends it with :func:`finish`."""
     marker = secrets.token_hex(8)
@@ -191,7 +192,7 @@ def spawn(argv: Sequence[str], *, env: Mapping[str, str] | None = None, **popen)
     return proc, marker
 
 
-def exited(proc: subprocess.Popen, deadline: float | None) -> bool:
+def exited(proc: subprocess.Popen[bytes], deadline: float | None) -> bool:
     """Wait until ``proc`` exits (True) or ``deadline`` passes (False) *without reaping it*: its pid
     stays reserved, so the clean-up after it cannot hit a stranger that reused the number."""
     pause = 0.001
@@ -207,7 +208,7 @@ def exited(proc: subprocess.Popen, deadline: float | None) -> bool:
         pause = min(pause * 2, 0.05)
 
 
-def finish(proc: subprocess.Popen, marker: str) -> None:
+def finish(proc: subprocess.Popen[bytes], marker: str) -> None:
     """Kill whatever is left of a run started by :func:`spawn` and reap it."""
     try:
         kill_tree(proc.pid, marker)
@@ -246,8 +247,9 @@ class _Capture:
 class _Pipes:
     """A child's stdin (fed from a buffer) and its stdout/stderr (read in chunks into captures)."""
 
-    def __init__(self, proc: subprocess.Popen, data: bytes | None) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], data: bytes | None) -> None:
         self.out, self.err = _Capture(), _Capture()
+        assert proc.stdout is not None and proc.stderr is not None  # spawned with stdout=PIPE, stderr=PIPE
         self._reading = {proc.stdout.fileno(): self.out, proc.stderr.fileno(): self.err}
         self._stdin = proc.stdin
         self._pending = memoryview(data or b"")
@@ -267,6 +269,7 @@ class _Pipes:
             for fd in self._reading:
                 selector.register(fd, selectors.EVENT_READ)
             if self._pending:
+                assert self._stdin is not None  # data to write means stdin is a pipe
                 selector.register(self._stdin.fileno(), selectors.EVENT_WRITE)
             while any(fd in self._reading for fd in selector.get_map()):
                 wait = None if deadline is None else deadline - time.monotonic()

@@ -27,10 +27,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO
+from types import FrameType
+from typing import IO, Any, NoReturn
 
 from engine.errors import UserError
 from engine.runners.base import MeasureError, Runner, Trial, bounded_metadata, check_options, finite_value, plain
@@ -48,7 +49,7 @@ _ROOT = str(Path(__file__).resolve().parents[2])
 _BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from engine.runners.python_runner import serve; serve()"
 
 
-def resolve(target: str, what: str, path: str | None = None) -> Callable:
+def resolve(target: str, what: str, path: str | None = None) -> Callable[..., Any]:
     """The callable at ``module:attr`` (or ``module.attr``); a one-line error if it is not there."""
     if not isinstance(target, str) or not target.strip():
         raise UserError(f"{what}: expected an import path like 'package.module:function', got {target!r}")
@@ -74,7 +75,7 @@ def resolve(target: str, what: str, path: str | None = None) -> Callable:
 
 
 @contextmanager
-def alarm(seconds: float | None):
+def alarm(seconds: float | None) -> Iterator[None]:
     """Raise a 'timeout' MeasureError in the main thread after ``seconds`` (no-op elsewhere).
 
     Only interrupts Python code: a call blocked in C returns first. The Python runner uses a sandbox
@@ -84,9 +85,10 @@ def alarm(seconds: float | None):
         yield
         return
 
-    def expired(signum, frame):
+    def expired(signum: int, frame: FrameType | None) -> NoReturn:
         raise MeasureError("timeout", f"call interrupted after {seconds:g} s (timeout)")
 
+    assert seconds is not None  # implied by usable
     previous = signal.signal(signal.SIGALRM, expired)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
@@ -96,7 +98,7 @@ def alarm(seconds: float | None):
         signal.signal(signal.SIGALRM, previous)
 
 
-def value_of(output: Any, metadata: dict) -> float:
+def value_of(output: Any, metadata: dict[str, Any]) -> float:
     """The metric in a callable's return value; extra mapping keys go to ``metadata``."""
     if isinstance(output, Mapping):
         status = output.get("status", "ok")
@@ -118,20 +120,20 @@ class _Call:
         self.checker = resolve(check, "runner 'python': check", path) if self.check_name else None
         self.mode = mode
 
-    def __call__(self, config: dict) -> tuple[float, float, dict]:
+    def __call__(self, config: dict[str, Any]) -> tuple[float, float, dict[str, Any]]:
         """(value, seconds the call took, metadata); a failed call raises MeasureError."""
         began = time.perf_counter()
         output = self.function(dict(config))
         elapsed = time.perf_counter() - began
         if self.checker is not None and not self.checker(dict(config), output):
             raise MeasureError("failed", f"correctness check {self.check_name} rejected the output")
-        metadata: dict = {}
+        metadata: dict[str, Any] = {}
         value = elapsed if self.mode == "time" else value_of(output, metadata)
         return value, elapsed, metadata
 
 
 # -- the sandbox: messages are 8-byte lengths + pickles over the child's stdin/stdout -------------------
-def _send(stream: BinaryIO, message: Any) -> None:
+def _send(stream: IO[bytes], message: Any) -> None:
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     stream.write(len(data).to_bytes(8, "big") + data)
     stream.flush()
@@ -171,7 +173,7 @@ def serve() -> None:
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     requests = sys.stdin.fileno()
-    call = None
+    call: _Call | None = None
     while True:
         try:
             message = _receive(requests, None)
@@ -182,8 +184,9 @@ def serve() -> None:
                 _, search_path, target, check, mode, path = message
                 sys.path.extend(p for p in search_path if p not in sys.path)
                 call = _Call(target, check, mode, path)
-                reply: tuple = ("ready",)
+                reply: tuple[Any, ...] = ("ready",)
             else:
+                assert call is not None  # the runner sends "setup" first
                 value, elapsed, metadata = call(message[1])
                 reply = ("ok", value, elapsed, json.loads(json.dumps(bounded_metadata(metadata), default=plain)))
         except MeasureError as exc:
@@ -196,7 +199,7 @@ def serve() -> None:
 class _Sandbox:
     """The runner's side of one sandbox process."""
 
-    def __init__(self, setup: tuple) -> None:
+    def __init__(self, setup: tuple[Any, ...]) -> None:
         self.proc, self.marker = spawn([sys.executable, "-c", _BOOT, _ROOT], stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE)
         try:
@@ -208,12 +211,13 @@ class _Sandbox:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def ask(self, message: tuple, seconds: float, doing: str, limit: float | None = None) -> tuple:
+    def ask(self, message: tuple[Any, ...], seconds: float, doing: str, limit: float | None = None) -> tuple[Any, ...]:
         """Send ``message`` and return the answer; past ``seconds`` the sandbox is killed (a timeout
         of ``limit`` seconds, as the message says)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # spawned with both piped
         try:
             _send(self.proc.stdin, message)
-            reply = _receive(self.proc.stdout.fileno(), time.monotonic() + seconds)
+            reply: tuple[Any, ...] | None = _receive(self.proc.stdout.fileno(), time.monotonic() + seconds)
         except (EOFError, OSError, pickle.UnpicklingError):
             self.close()
             code = self.proc.returncode
@@ -230,6 +234,7 @@ class _Sandbox:
     def close(self) -> None:
         """Kill the sandbox and everything it started (idempotent)."""
         for stream in (self.proc.stdin, self.proc.stdout):
+            assert stream is not None  # spawned with both piped
             try:
                 stream.close()
             except OSError:
@@ -241,7 +246,7 @@ class PythonRunner(Runner):
     kind = "python"
     OPTIONS = ("callable", "mode", "path")
 
-    def __init__(self, target: str, *, mode: str = "return", path: str | None = None, **common) -> None:
+    def __init__(self, target: str, *, mode: str = "return", path: str | None = None, **common: Any) -> None:
         super().__init__(**common)
         if mode not in MODES:
             raise UserError(f"runner 'python': mode {mode!r} must be one of {', '.join(MODES)}")
@@ -251,11 +256,11 @@ class PythonRunner(Runner):
             resolve(self.check, "runner 'python': check", path)
         self._sandboxes: dict[int, _Sandbox] = {}
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_sandboxes": {}}  # processes stay with the process that started them
 
     @classmethod
-    def from_spec(cls, spec: Mapping, **_) -> PythonRunner:
+    def from_spec(cls, spec: Mapping[str, Any], **_: object) -> PythonRunner:
         check_options(spec, cls.OPTIONS, cls.kind)
         if "callable" not in spec:
             raise UserError("runner 'python': needs 'callable' ('package.module:function')")
@@ -272,7 +277,8 @@ class PythonRunner(Runner):
                                                    else None, self.mode, self.path))
         return box
 
-    def _sandboxed(self, config: dict) -> tuple[float, float, dict]:
+    def _sandboxed(self, config: dict[str, Any]) -> tuple[float, float, dict[str, Any]]:
+        assert self.timeout is not None  # the sandbox is only used with a timeout
         key = threading.get_native_id()
         try:
             _, value, elapsed, metadata = self._sandbox().ask(("call", config), self.timeout + GRACE_S, "calling it",

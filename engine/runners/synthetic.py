@@ -27,7 +27,8 @@ from engine.space.factors import Space
 def toy_truth(frame: pd.DataFrame) -> np.ndarray:
     """The noise-free toy response (its minimum is -8.9 at x1=1, x3=-1, x5=-1, x7=1, x8=0)."""
     x = {name: frame[name].to_numpy(dtype=float) for name in ("x1", "x3", "x5", "x7", "x8")}
-    return -1.5 * x["x1"] + 1.3 * x["x3"] + 3.1 * x["x5"] - 1.4 * x["x7"] + 1.35 * x["x8"] ** 2 + 1.6 * x["x1"] * x["x3"]
+    response: np.ndarray = -1.5 * x["x1"] + 1.3 * x["x3"] + 3.1 * x["x5"] - 1.4 * x["x7"] + 1.35 * x["x8"] ** 2 + 1.6 * x["x1"] * x["x3"]
+    return response
 
 
 OBJECTIVES: dict[str, tuple[Callable[[pd.DataFrame], np.ndarray], float]] = {
@@ -44,7 +45,7 @@ def _noise(keys: list[str], repeat: int, sd: float, seed: int) -> np.ndarray:
     return out
 
 
-def evaluate(runner: Mapping, frame: pd.DataFrame, keys: list[str], repeat: int = 0) -> np.ndarray:
+def evaluate(runner: Mapping[str, Any], frame: pd.DataFrame, keys: list[str], repeat: int = 0) -> np.ndarray:
     """Measure ``frame`` with the synthetic objective named in ``runner`` (``{"kind": "synthetic", "name": ...}``)."""
     name = runner.get("name", "toy")
     if name not in OBJECTIVES:
@@ -58,7 +59,7 @@ class SyntheticRunner(Runner):
     kind = "synthetic"
     OPTIONS = ("name", "noise_sd", "seed")
 
-    def __init__(self, space: Space, options: Mapping[str, Any], **common) -> None:
+    def __init__(self, space: Space, options: Mapping[str, Any], **common: Any) -> None:
         super().__init__(**common)
         name = options.get("name", "toy")
         if name not in OBJECTIVES:
@@ -67,7 +68,7 @@ class SyntheticRunner(Runner):
         self.options = {k: options[k] for k in self.OPTIONS if k in options}
 
     @classmethod
-    def from_spec(cls, spec: Mapping, *, space: Space | None = None, **_) -> SyntheticRunner:
+    def from_spec(cls, spec: Mapping[str, Any], *, space: Space | None = None, **_: object) -> SyntheticRunner:
         check_options(spec, cls.OPTIONS, cls.kind)
         if space is None:
             raise UserError("runner 'synthetic': needs the study's space")

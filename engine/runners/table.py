@@ -31,7 +31,7 @@ class TableRunner(Runner):
     max_repeats = 1
     OPTIONS = ("source",)
 
-    def __init__(self, space: Space, table: pd.DataFrame, **common) -> None:
+    def __init__(self, space: Space, table: pd.DataFrame, **common: Any) -> None:
         super().__init__(**common)
         missing = [c for c in (*space.names, "value") if c not in table.columns]
         if missing:
@@ -46,8 +46,8 @@ class TableRunner(Runner):
             self.rows.setdefault(key, (value, str(state), message if isinstance(message, str) else None))
 
     @classmethod
-    def from_spec(cls, spec: Mapping, *, space: Space | None = None, table: pd.DataFrame | None = None,
-                  **_) -> TableRunner:
+    def from_spec(cls, spec: Mapping[str, Any], *, space: Space | None = None, table: pd.DataFrame | None = None,
+                  **_: object) -> TableRunner:
         check_options(spec, cls.OPTIONS, cls.kind)
         if space is None or table is None:
             raise UserError("runner 'table': needs the study's space and its imported table (Store.study_table)")
@@ -61,4 +61,5 @@ class TableRunner(Runner):
         if status != "ok":
             raise MeasureError(status if status in ("failed", "timeout", "invalid") else "failed",
                                error or f"table row has status {status}")
+        assert value is not None  # an ok row has a value
         return Trial(values=[float(value)], metadata={"source": "table"})

@@ -13,12 +13,16 @@ seconds per call. The check compares one output with the same inputs multiplied 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, cast
 
 from engine.errors import UserError
 from engine.runners.base import MeasureError, Runner, Trial, check_int, check_options
 from engine.runners.python_runner import alarm
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 OPS = ("matmul", "conv2d", "triton_matmul")
 DTYPES = ("float32", "float64", "float16", "bfloat16")
@@ -65,7 +69,7 @@ class TorchRunner(Runner):
     default_warmup = 1
     OPTIONS = ("op", "device", "inner", "seed", *DEFAULTS)
 
-    def __init__(self, op: str = "matmul", *, device: str = "cpu", inner: int = 1, seed: int = 0, **options) -> None:
+    def __init__(self, op: str = "matmul", *, device: str = "cpu", inner: int = 1, seed: int = 0, **options: Any) -> None:
         common = {k: options.pop(k) for k in ("repeats", "warmup", "timeout", "check") if k in options}
         super().__init__(**common)
         if op not in OPS:
@@ -80,18 +84,19 @@ class TorchRunner(Runner):
         self.uses_gpu = device.startswith("cuda")
 
     @classmethod
-    def from_spec(cls, spec: Mapping, **_) -> TorchRunner:
+    def from_spec(cls, spec: Mapping[str, Any], **_: object) -> TorchRunner:
         check_options(spec, cls.OPTIONS, cls.kind)
         options = {k: spec[k] for k in cls.OPTIONS if k in spec}
         return cls(**options, **cls.common(spec))
 
-    def _inputs(self, torch, values: Mapping[str, Any]):
+    def _inputs(self, torch: ModuleType, values: Mapping[str, Any]) -> tuple[Tensor, Tensor]:
         dtype = getattr(torch, values["dtype"])
         generator = torch.Generator().manual_seed(self.seed)
         n, layout = values["size"], values["layout"]
 
-        def make(*shape):
-            return torch.rand(*shape, generator=generator, dtype=torch.float64).to(self.device, dtype)
+        def make(*shape: int) -> Tensor:
+            tensor: Tensor = torch.rand(*shape, generator=generator, dtype=torch.float64).to(self.device, dtype)
+            return tensor
 
         if self.op == "conv2d":
             k = values["kernel_size"]
@@ -103,7 +108,7 @@ class TorchRunner(Runner):
         b = make(n, n).t() if layout[1] == "t" else make(n, n)
         return a, b
 
-    def _operation(self, torch, values: Mapping[str, Any]):
+    def _operation(self, torch: ModuleType, values: Mapping[str, Any]) -> Callable[..., Tensor]:
         if self.op == "conv2d":
             pad = values["kernel_size"] // 2
             return lambda x, w: torch.nn.functional.conv2d(x, w, padding=pad)
@@ -114,7 +119,7 @@ class TorchRunner(Runner):
                 raise MeasureError("failed", f"Triton matmul needs the triton package ({exc})") from None
             blocks = {k: values[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages")}
             return lambda a, b: matmul(a, b, **blocks)
-        return torch.matmul
+        return cast("Callable[..., Tensor]", torch.matmul)
 
     def _run(self, config: dict[str, Any], repeats: int, start: int) -> Trial:
         values = _settings(self.op, self.defaults, config)
@@ -132,7 +137,7 @@ class TorchRunner(Runner):
         finally:
             torch.set_num_threads(previous_threads)
 
-    def _timed(self, torch, values: Mapping[str, Any], repeats: int) -> Trial:
+    def _timed(self, torch: ModuleType, values: Mapping[str, Any], repeats: int) -> Trial:
         inputs = self._inputs(torch, values)
         operation = self._operation(torch, values)
         device_name = torch.cuda.get_device_name(torch.device(self.device)) if self.uses_gpu else "cpu"
@@ -147,7 +152,8 @@ class TorchRunner(Runner):
                         operation(*inputs)
                     end.record()
                     end.synchronize()
-                    return begin.elapsed_time(end) / 1000.0 / self.inner
+                    elapsed_ms: float = begin.elapsed_time(end)
+                    return elapsed_ms / 1000.0 / self.inner
                 began = time.perf_counter()
                 for _ in range(self.inner):
                     operation(*inputs)
@@ -164,7 +170,7 @@ class TorchRunner(Runner):
                     "failed", f"wrong result: relative error {error:.3g} against float64 (tolerance {TOLERANCE[values['dtype']]:g})")
         return trial
 
-    def _error(self, torch, operation, inputs) -> float:
+    def _error(self, torch: ModuleType, operation: Callable[..., Tensor], inputs: tuple[Tensor, Tensor]) -> float:
         """Norm-wise relative error of one output against the same inputs computed in float64 on the CPU."""
         with torch.inference_mode():
             out = operation(*inputs).to("cpu", torch.float64)
