@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from app.components import flash, guard
+from engine.analysis import Decision
 from engine.space.factors import Space
 from workflows import StudySession
 
@@ -30,6 +31,14 @@ def fix_editor(space: Space, names: Sequence[str], proposed: Mapping[str, Any], 
         if fixed:
             chosen[name] = level
     return chosen
+
+
+def next_model_input(decision: Decision, fix: Mapping[str, Any], key: str) -> str:
+    """The next step's formula, pre-filled from the factors ``fix`` leaves free: changing the fix
+    rebuilds it (the widget is keyed by the fix), while an edit of the text stands until then."""
+    fix_key = abs(hash(tuple(sorted((str(k), str(v)) for k, v in fix.items()))))
+    return st.text_input("Model for the next step", decision.next_formula(fix), key=f"next_formula_{key}_{fix_key}",
+                         help="Rebuilt from the factors left free whenever the fix above changes.")
 
 
 def tuning_review(session: StudySession, actor: str) -> None:
@@ -55,7 +64,7 @@ def tuning_review(session: StudySession, actor: str) -> None:
         key = f"tune_{waiting['id']}"
         space = session.spec.space
         chosen_fix = fix_editor(space, space.names, decision.proposed["fix"], point, key)
-        formula = st.text_input("Model for the next step", decision.proposed["formula"], key=f"formula_{key}")
+        formula = next_model_input(decision, chosen_fix, key)
         note = st.text_input("Note (optional)", key=f"note_{key}")
         accept, reject = st.columns(2)
         action = ("accept" if accept.button("Accept", type="primary", key=f"accept_{key}")

@@ -11,7 +11,7 @@ from app.components import (
     study_candidates,
     study_picker,
 )
-from app.decision_widgets import fix_editor, tuning_review
+from app.decision_widgets import fix_editor, next_model_input, tuning_review
 from app.state import get_store
 from app.term_builder import term_builder
 from engine.analysis import analyze, coefficient_table, plots, propose_decision
@@ -55,18 +55,20 @@ data = restrict(data, fixed)  # with factors fixed, only the measurements that a
 
 def decisions_log() -> None:
     st.subheader("Decisions log")
-    log = store.decisions(study.name)
+    log = session.decisions_log()
     if log.empty:
         st.write("No decisions recorded yet.")
     else:
-        st.dataframe(log[["id", "created_at", "step", "kind", "outcome", "actor", "chosen", "explanation"]],
-                     hide_index=True, width="stretch", key="decisions_log")
+        st.dataframe(log, hide_index=True, width="stretch", key="decisions_log",
+                     column_config={"reasons": st.column_config.TextColumn(width="large"),
+                                    "note": st.column_config.TextColumn(width="medium")})
 
 
+STEP_HINT = ("Build this step's design on the **Design** page and measure it on **Run**, or untick 'continue' "
+             "to analyse everything.")
 if len(data) < 2:
     if fixed:
-        st.info(f"Step {step}: {len(data)} measurement(s) agree with the fixed factors. Build this step's design on "
-                "the **Design** page and measure it on **Run**, or untick 'continue' to analyse everything.")
+        st.info(f"Step {step}: {len(data)} measurement(s) agree with the fixed factors. {STEP_HINT}")
     else:
         st.info(f"{len(data)} successful measurement(s) here: measure a design first (Design → Run), "
                 "or pick other measurements.")
@@ -95,6 +97,9 @@ result = None
 with guard():
     result = analyze(data, formula, transform=transform, anova_type=anova_type, candidates=candidates)
 if result is None:
+    if fixed:
+        st.info(f"Step {step}: {len(data)} measurement(s) agree with the fixed factors. {STEP_HINT}")
+    decisions_log()
     st.stop()
 
 summary = result.summary
@@ -166,12 +171,12 @@ if decision is not None:
     # widgets are keyed by the proposal, so a new proposal (after a model change) resets them
     version = abs(hash((result.model.formula, tuple(sorted(map(str, proposed_fix.items()))))))
     chosen_fix = fix_editor(spec.space, result.model.variables_, proposed_fix, best["point"], str(version))
-    next_formula = st.text_input("Model for the next step", decision.proposed["formula"], key=f"next_formula_{version}")
+    next_formula = next_model_input(decision, chosen_fix, str(version))
     accept, reject = st.columns(2)
     note = st.text_input("Note (optional)", key="decision_note")
     if accept.button("Accept decision", type="primary", key="accept_decision"):
-        final = decision.settle(actor, fix=chosen_fix, formula=next_formula, note=note or None)
         with guard():
+            final = decision.settle(actor, fix=chosen_fix, formula=next_formula, note=note or None)
             session.record_decision(final, step, analysis=result)
             flash(f"Decision {final.status}: fixed {decision_fix_text(final.chosen)}.")
             st.rerun()

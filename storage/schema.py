@@ -134,4 +134,11 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        3,
+        "a person's note on a decision",
+        """
+        ALTER TABLE decisions ADD COLUMN note VARCHAR;
+        """,
+    ),
 ]

@@ -474,13 +474,15 @@ class Store:
         return self._df("SELECT * FROM models WHERE study_id = ? ORDER BY id", [study.id])
 
     def log_decision(self, study: StoredStudy, *, kind: str, proposed: Any, chosen: Any, outcome: str, actor: str,
-                     explanation: str = "", evidence: Any = None, step: int | None = None) -> int:
-        """Append to the audit log: what was proposed, what was chosen, by whom, on what evidence."""
+                     explanation: str = "", evidence: Any = None, step: int | None = None,
+                     note: str | None = None) -> int:
+        """Append to the audit log: what was proposed, what was chosen, by whom, on what evidence, and
+        the person's own note."""
         return int(self._scalar(
-            "INSERT INTO decisions (study_id, step, kind, proposed, chosen, outcome, actor, explanation, evidence)"
-            " VALUES (?,?,?,?,?,?,?,?,?) RETURNING id",
+            "INSERT INTO decisions (study_id, step, kind, proposed, chosen, outcome, actor, explanation, evidence,"
+            " note) VALUES (?,?,?,?,?,?,?,?,?,?) RETURNING id",
             [study.id, step, kind, _json(proposed), None if chosen is None else _json(chosen), outcome, actor,
-             explanation, _json(evidence if evidence is not None else {})],
+             explanation, _json(evidence if evidence is not None else {}), note or None],
         ))
 
     def decisions(self, name: str) -> pd.DataFrame:

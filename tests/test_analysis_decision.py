@@ -45,7 +45,8 @@ def test_accept_edit_reject_are_records(laplacian):
     accepted = proposal.accept(by="auto")
     assert accepted.status == "accepted" and accepted.chosen == proposal.proposed and accepted.by == "auto"
     edited = proposal.edit(by="ana", fix={"lws_y": 2}, transform="none", note="keep threads open")
-    assert edited.chosen == {"fix": {"lws_y": 2}, "formula": proposal.proposed["formula"], "transform": "none"}
+    assert edited.chosen == {"fix": {"lws_y": 2}, "formula": proposal.next_formula({"lws_y": 2}),
+                             "transform": "none"}
     rejected = proposal.reject(by="ana", note="rerun first")
     assert rejected.status == "rejected" and rejected.chosen is None
     assert proposal.status == "proposed"  # decisions are immutable
@@ -57,6 +58,28 @@ def test_accept_edit_reject_are_records(laplacian):
         assert record["evidence"]["anova"][-1]["F value"] is None
     with pytest.raises(AnalysisError, match="status"):
         Decision.from_record({**proposal.to_record(), "status": "maybe"})
+
+
+def test_an_edited_fix_rebuilds_the_next_model_from_the_factors_left_free(laplacian):
+    model, space = laplacian
+    proposal = propose_decision(model, 0.01, candidates=space)
+    assert proposal.next_formula(proposal.proposed["fix"]) == proposal.proposed["formula"]
+    rebuilt = proposal.next_formula({"lws_y": 2})
+    assert "lws_y" not in rebuilt and "vector_length" in rebuilt and "I(1/elements_number)" in rebuilt
+    assert proposal.next_formula({}) == "time_per_pixel ~ " + " + ".join(t.display for t in model.terms_)
+    everything = {v: 1 for v in model.variables_}
+    assert proposal.next_formula(everything) == "time_per_pixel ~ 1"
+    assert proposal.edit(by="ana", fix=everything, formula="time_per_pixel ~ 1").chosen["formula"].endswith("~ 1")
+
+
+@pytest.mark.parametrize("formula", ["time_per_pixel ~ 1", "time_per_pixel~1", "time_per_pixel ~ 1 + 0 + 1"])
+def test_an_intercept_only_next_model_is_refused_while_factors_stay_free(laplacian, formula):
+    model, space = laplacian
+    proposal = propose_decision(model, 0.01, candidates=space)
+    with pytest.raises(AnalysisError, match="estimates no factor while .*load_overlap.* stay free"):
+        proposal.settle("ana", fix={"lws_y": 2}, formula=formula)
+    with pytest.raises(AnalysisError, match="next formula: "):
+        proposal.settle("ana", fix={"lws_y": 2}, formula="time_per_pixel ~ lws_y +")
 
 
 def test_nothing_significant_proposes_nothing():

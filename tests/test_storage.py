@@ -84,6 +84,29 @@ def test_designs_track_pending_rows_and_decisions_are_logged(db_path):
                                       evidence=[{"term": "x1", "F": 48.2}], step=1)
         log = store.decisions("toy")
         assert log["id"].tolist() == [decision] and log["actor"].iloc[0] == "alice"
+        noted = store.log_decision(study, kind="fix-factors", proposed={}, chosen=None, outcome="rejected",
+                                   actor="bob", note="re-measure x2 first")
+        assert store.decisions("toy").set_index("id").loc[noted, "note"] == "re-measure x2 first"
+
+
+def test_a_file_written_before_decision_notes_gains_the_column_and_keeps_its_log(db_path):
+    import duckdb
+
+    from storage.schema import MIGRATIONS
+
+    con = duckdb.connect(str(db_path))
+    con.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, description VARCHAR,"
+                " applied_at TIMESTAMP DEFAULT current_timestamp)")
+    for version, description, sql in MIGRATIONS[:2]:
+        con.execute(sql)
+        con.execute("INSERT INTO schema_version (version, description) VALUES (?, ?)", [version, description])
+    con.execute("INSERT INTO decisions (study_id, kind, proposed, outcome, actor) VALUES (1, 'fix-factors', '{}',"
+                " 'accepted', 'ana')")
+    con.close()
+    with Store(db_path) as store:
+        assert store.schema_version >= 3
+        log = store._df("SELECT actor, note FROM decisions", [])
+        assert log["actor"].tolist() == ["ana"] and log["note"].isna().all()
 
 
 def test_spec_update_is_refused_once_data_exists(db_path):

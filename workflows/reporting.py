@@ -6,6 +6,7 @@ import json
 
 import pandas as pd
 
+from engine.analysis.study_data import readable_log
 from engine.errors import UserError
 from engine.io.best import BestConfig, best_measured
 from engine.io.report_html import study_report
@@ -42,4 +43,4 @@ def report_html(store: Store, name: str) -> str:
     study = store.get_study(name)
     results = results_frame(store, study)
     return study_report(study.spec, results, designs=store.designs(name), anova=model_tables(store, name) or None,
-                        decisions=store.decisions(name), best=best_or_none(study, results))
+                        decisions=readable_log(store.decisions(name)), best=best_or_none(study, results))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from engine.analysis.study_data import NextStep, analysis_frame, candidate_set, next_step
+from engine.analysis.study_data import NextStep, analysis_frame, candidate_set, next_step, readable_log
 from engine.errors import UserError, brief
 from engine.execution import Campaign, Progress, review, stored_repeats
 from engine.execution.tuning import TuningResult, candidates_for, stored_results, tune
@@ -187,6 +187,10 @@ class StudySession:
                       review=ask_person)
         return Tuned(searcher.name, searcher.step, result, searcher.pending_decision)
 
+    def decisions_log(self) -> pd.DataFrame:
+        """Every decision of the study as a person reads it (fix, next model, note, reasons)."""
+        return readable_log(self.store.decisions(self.name))
+
     def pending_decision(self) -> dict[str, Any] | None:
         """The proposal a paused tuning run waits for: ``{"run", "step", "decision", "id"}``, or None."""
         return review.pending(self.store.decisions(self.name))
@@ -217,7 +221,7 @@ class StudySession:
         self.store.log_decision(self.study, kind="fix-factors", proposed=record["proposed"],
                                 chosen=record["chosen"] if applied else None, outcome=decision.status,
                                 actor=decision.by, explanation="\n".join(decision.explanation),
-                                evidence=record["evidence"], step=step)
+                                evidence=record["evidence"], step=step, note=decision.note)
 
     # -- the best configuration and exports --------------------------------------------------------
     def best(self, source: str = "measured") -> BestConfig:

@@ -10,7 +10,7 @@ Each outcome is an immutable :class:`Decision` whose ``to_record()`` is what the
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +23,7 @@ from engine.analysis.data import AnalysisError
 from engine.analysis.fit import LinearModel, fit_summary
 from engine.analysis.prediction import Validity, predict, predicted_minimum
 from engine.io.jsonable import jsonable
+from engine.model.formula import FormulaError, parse
 
 #: How a decision stands: proposed, then settled by a person (or ``by="auto"``).
 OUTCOMES = ("proposed", "accepted", "edited", "rejected")
@@ -54,6 +55,15 @@ class Decision:
     def accept(self, by: str, note: str | None = None) -> Decision:
         return replace(self, status="accepted", chosen=dict(self.proposed), by=by, note=note, decided_at=_now())
 
+    def next_formula(self, fix: Mapping[str, Any]) -> str:
+        """The model for the step after fixing ``fix``: every term of this model that uses no fixed
+        factor (what the proposal does for its own fix, redone for a person's edited one)."""
+        model = self.evidence.get("model")
+        if not model:  # a record from before the model was kept in the evidence
+            return str(self.proposed["formula"])
+        kept = [term for term, variables in model["terms"] if not set(variables) & set(fix)]
+        return _formula_of(model["response"], kept, model["intercept"])
+
     def edit(
         self,
         by: str,
@@ -63,10 +73,20 @@ class Decision:
         transform: str | None = None,
         note: str | None = None,
     ) -> Decision:
-        """Amend the proposal; anything not given keeps its proposed value."""
+        """Amend the proposal; anything not given keeps its proposed value, except that a new ``fix``
+        without a formula gets the model rebuilt from the factors it leaves free. An intercept-only
+        model is refused while factors remain free: the next step could estimate none of them."""
+        fix = dict(self.proposed["fix"] if fix is None else fix)
+        if formula is None:
+            formula = self.proposed["formula"] if fix == self.proposed["fix"] else self.next_formula(fix)
+        model = self.evidence.get("model")
+        free = [v for v in (model["variables"] if model else ()) if v not in fix]
+        if free and _intercept_only(formula, [*model["variables"], model["response"]]):
+            raise AnalysisError(f"next formula {formula!r} estimates no factor while {', '.join(free)} "
+                                "stay free: keep their terms or fix them")
         chosen = {
-            "fix": jsonable(dict(self.proposed["fix"] if fix is None else fix)),
-            "formula": self.proposed["formula"] if formula is None else formula,
+            "fix": jsonable(fix),
+            "formula": formula,
             "transform": self.proposed["transform"] if transform is None else transform,
         }
         return replace(self, status="edited", chosen=chosen, by=by, note=note, decided_at=_now())
@@ -137,10 +157,9 @@ def propose_decision(
         for variable in sorted(by_name[row["term"]].variables):
             reasons.setdefault(variable, row)
     fix = {v: jsonable(best[v]) for v in model.variables_ if v in reasons}
-    kept = [t.display for t in model.terms_ if not t.variables & set(fix)]
-    formula = f"{model.response_} ~ " + (" + ".join(kept) if kept else "1")
-    if kept and not model.formula_.has_intercept:
-        formula += " - 1"
+    terms = [(t.display, sorted(t.variables)) for t in model.terms_]
+    formula = _formula_of(model.response_, [t for t, variables in terms if not set(variables) & set(fix)],
+                          model.formula_.has_intercept)
     explanation = tuple(_reason(model, v, reasons[v], best, candidates) for v in fix) or (
         f"no term has p < {threshold:g}: nothing to fix; the model stays as it is",
     )
@@ -157,9 +176,23 @@ def propose_decision(
                 "anova": table,
                 "fit": fit_summary(model).to_dict(),
                 "predicted_best": {"point": dict(best), "predicted": float(fitted_best["predicted"].iloc[0])},
+                "model": {"response": model.response_, "intercept": model.formula_.has_intercept,
+                          "variables": list(model.variables_), "terms": terms},
             }
         ),
     )
+
+
+def _formula_of(response: str, terms: Sequence[str], intercept: bool) -> str:
+    """``response ~ terms`` (``~ 1`` when none is left; ``- 1`` kept from a model without intercept)."""
+    return f"{response} ~ " + (" + ".join(terms) + ("" if intercept else " - 1") if terms else "1")
+
+
+def _intercept_only(formula: str, columns: Sequence[str]) -> bool:
+    try:
+        return not parse(formula, columns).terms
+    except FormulaError as exc:
+        raise AnalysisError(f"next formula: {exc}") from None
 
 
 def _reason(model: LinearModel, factor: str, row: pd.Series, best: Mapping[str, Any], candidates: pd.DataFrame | None) -> str:

@@ -67,6 +67,29 @@ def next_step(decisions: pd.DataFrame) -> NextStep:
     return NextStep(fixed, formula, len(applied) + 1)
 
 
+#: The decisions log as a person reads it (:func:`readable_log`), in this order.
+LOG_COLUMNS = ("id", "step", "outcome", "by", "note", "fixed", "next model", "reasons", "when")
+
+
+def readable_log(decisions: pd.DataFrame) -> pd.DataFrame:
+    """The decisions log (``Store.decisions``) without JSON: the fix as ``factor = level`` text, the
+    next model, the person's note and the reasons one per line (blank where a decision has none)."""
+    rows = []
+    for record in decisions.to_dict("records"):
+        chosen = json.loads(record["chosen"]) if isinstance(record.get("chosen"), str) else None
+        fix = (chosen or {}).get("fix") or {}
+        note = record.get("note")
+        rows.append({
+            "id": record["id"], "step": record.get("step"), "outcome": record["outcome"], "by": record["actor"],
+            "fixed": ", ".join(f"{k} = {v}" for k, v in fix.items()) if chosen else "",
+            "next model": (chosen or {}).get("formula") or "",
+            "note": note if isinstance(note, str) else "",
+            "reasons": str(record.get("explanation") or ""),
+            "when": str(record.get("created_at") or "")[:19],
+        })
+    return pd.DataFrame(rows, columns=list(LOG_COLUMNS))
+
+
 def restrict(candidates: pd.DataFrame, fixed: Mapping[str, Any]) -> pd.DataFrame:
     """The candidates that agree with every fixed factor."""
     mask = np.ones(len(candidates), dtype=bool)

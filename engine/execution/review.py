@@ -103,4 +103,4 @@ def log_entry(run: str, decision: Decision, step: int) -> dict[str, Any]:
     outcome = "auto" if decision.by == "auto" else decision.status
     return {"kind": KIND, "proposed": record["proposed"], "chosen": record["chosen"], "outcome": outcome,
             "actor": decision.by or "tunelab", "explanation": "\n".join(decision.explanation),
-            "evidence": {"run": run, "decision": record}, "step": step}
+            "evidence": {"run": run, "decision": record}, "step": step, "note": decision.note}

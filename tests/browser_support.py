@@ -1,0 +1,102 @@
+"""What the real-browser tests share: a served dashboard over a prepared database, chromium, pages."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from engine.io.paths import REPO_ROOT
+from tests.conftest import free_port, wait_healthy
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking"]
+
+
+def prepare_toy(db: Path) -> None:
+    """Demo studies, the toy study with 20 measured random configurations (design 1) and a pending
+    8-row design (design 2)."""
+    from engine.runners.synthetic import evaluate
+    from engine.space.configs import config_keys
+    from storage import Store
+    from workflows.demo import TOY_STUDY, seed_demo_studies
+
+    with Store(db) as store:
+        seed_demo_studies(store)
+        study = store.get_study(TOY_STUDY)
+        measured = study.spec.space.sample(20, seed=4)
+        design_id = store.save_design(study, measured, name="screening sample", kind="random")
+        values = evaluate(study.spec.runner, measured, config_keys(study.spec.space, measured))
+        for (_, row), value in zip(measured.iterrows(), values):
+            store.record_measurement(study, row.to_dict(), float(value), design_id=design_id)
+        store.save_design(study, study.spec.space.sample(8, seed=5, exclude=measured), name="follow-up",
+                          kind="random")
+
+
+@contextmanager
+def serving(db: Path) -> Iterator[str]:
+    """``tunelab serve`` on a free loopback port over ``db``; yields its URL."""
+    port = free_port()
+    exe = Path(sys.executable).with_name("tunelab")
+    proc = subprocess.Popen([str(exe), "--db", str(db), "serve", "--port", str(port)], cwd=REPO_ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        wait_healthy(proc, port, seconds=90)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        os.killpg(proc.pid, 15)
+        proc.wait(timeout=30)
+
+
+def served(prepare: Callable[[Path], None]) -> Callable[..., Iterator[str]]:
+    """A module-scoped fixture: a fresh database made by ``prepare``, served while the module runs."""
+
+    @pytest.fixture(scope="module")
+    def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+        db = tmp_path_factory.mktemp("browser") / "tunelab.duckdb"
+        prepare(db)
+        with serving(db) as url:
+            yield url
+
+    return server
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian chromium is not installed (make test installs it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        instance = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    yield page
+    context.close()
+
+
+def wait_ready(page) -> None:
+    """Wait until Streamlit has finished running the script."""
+    page.wait_for_selector("[data-testid='stApp']")
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=60_000
+    )
+
+
+def grid_cell(page, text: str):
+    """A cell of an ``st.dataframe`` (drawn on a canvas; its accessible cells are in the DOM)."""
+    return page.locator("[role='gridcell']", has_text=text).first

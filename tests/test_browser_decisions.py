@@ -1,0 +1,71 @@
+"""The decision loop in chromium (issue 17): an edited fix rebuilds the next model, an intercept-only
+model is refused while factors stay free, and the person's note is kept in the log and the report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.browser_support import browser, grid_cell, page, prepare_toy, served, wait_ready  # noqa: F401
+
+pytestmark = pytest.mark.browser
+server = served(prepare_toy)
+
+
+def next_model(page):
+    return page.get_by_role("textbox", name="Model for the next step")
+
+
+def test_unticking_a_proposed_fix_puts_its_factor_back_into_the_next_model(server, page):
+    page.goto(server + "/analyze")
+    wait_ready(page)
+    box = next_model(page)
+    box.wait_for()
+    proposed = box.input_value()
+    fixed = page.get_by_role("checkbox", name="fix x3")
+    assert fixed.is_checked() and "x3" not in proposed.split("~")[1]
+    fixed.uncheck(force=True)
+    wait_ready(page)
+    page.wait_for_function("() => [...document.querySelectorAll('input')].some("
+                           "i => i.getAttribute('aria-label') === 'Model for the next step' && / x3\\b/.test(i.value))")
+    rebuilt = next_model(page).input_value()
+    assert "x3" in rebuilt and set(proposed.split("~")[1].split(" + ")) <= set(rebuilt.split("~")[1].split(" + "))
+
+
+def test_an_intercept_only_next_model_is_refused_while_factors_stay_free(server, page):
+    page.goto(server + "/analyze")
+    wait_ready(page)
+    page.get_by_role("checkbox", name="fix x3").uncheck(force=True)
+    wait_ready(page)
+    box = next_model(page)
+    box.fill("y ~ 1")
+    box.press("Enter")
+    wait_ready(page)
+    page.get_by_role("button", name="Accept decision").click()
+    alert = page.locator("[data-testid='stAlert']", has_text="estimates no factor").first
+    alert.wait_for()
+    assert "x3" in alert.inner_text() and "Traceback" not in page.content()
+    page.get_by_text("No decisions recorded yet.").wait_for()  # nothing was stored
+
+
+def test_the_decision_note_is_stored_shown_in_the_log_and_in_the_report(server, page):
+    page.goto(server + "/analyze")
+    wait_ready(page)
+    page.get_by_role("checkbox", name="fix x3").uncheck(force=True)
+    wait_ready(page)
+    note = page.get_by_role("textbox", name="Note (optional)")
+    note.fill("x3 looked flat; re-measure before fixing")
+    note.press("Enter")
+    wait_ready(page)
+    page.get_by_role("button", name="Accept decision").click()
+    page.get_by_text("Decision edited").wait_for()
+    wait_ready(page)
+    grid_cell(page, "x3 looked flat").wait_for(state="attached")  # the log's note column
+    grid_cell(page, "edited").wait_for(state="attached")
+    page.goto(server + "/export")
+    wait_ready(page)
+    with page.expect_download() as download:
+        page.get_by_role("button", name="HTML report").click()
+    report = Path(download.value.path()).read_text()
+    assert "x3 looked flat; re-measure before fixing" in report and '{"fix"' not in report
