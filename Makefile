@@ -1,12 +1,15 @@
-# Tunelab: `make run` serves the dashboard, `make test` runs the tests. Both install what they need,
-# at the exact versions (and hashes) of requirements.lock; `make lock` refreshes that file.
+# Tunelab: `make run` serves the dashboard, `make test` runs the tests. Each installs what it needs, at
+# the exact versions (and hashes) of a lock file: requirements-run.lock (the dashboard and the CLI)
+# for `run`, requirements.lock (that plus the test stack) for `test`; `make lock` refreshes both.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 PORT   ?= 8501
 DB     ?= tunelab.duckdb
 STAMP   = $(VENV)/.installed
+RUN_STAMP = $(VENV)/.installed-run
 LOCK    = requirements.lock
+RUN_LOCK = requirements-run.lock
 # uv resolves and installs from the lock; it is itself pinned so that two machines install alike.
 UV_VERSION = 0.13.9
 UV      = $(BIN)/uv
@@ -16,7 +19,7 @@ FIND_LINKS = $(if $(wildcard $(WHEELS)),--find-links $(WHEELS))
 # BLAS kernels `make test-blas` runs the numerical tests under ("unset": OpenBLAS picks one for the CPU).
 BLAS_KERNELS ?= unset Haswell Zen SandyBridge SkylakeX Nehalem Prescott
 
-.PHONY: install lock run lint typecheck test test-fast test-blas fuzz bench system-test-deps clean
+.PHONY: install install-run lock run lint typecheck test test-fast test-blas fuzz bench system-test-deps clean
 
 $(UV):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,12 +32,23 @@ $(STAMP): $(LOCK) pyproject.toml | $(UV)
 
 install: $(STAMP)
 
-# Every dependency (runtime and test extras) resolved for CPython 3.11 on x86-64 Linux, with hashes.
-lock: | $(UV)
-	$(UV) pip compile pyproject.toml --extra test --generate-hashes --python-version 3.11 \
-	  --python-platform x86_64-manylinux_2_28 $(FIND_LINKS) --no-emit-find-links --quiet -o $(LOCK)
+# The runtime alone (no torch, playwright, pytest): added to what is there, never removing the test stack.
+$(RUN_STAMP): $(RUN_LOCK) pyproject.toml | $(UV)
+	$(UV) pip install --quiet --python $(BIN)/python --require-hashes $(FIND_LINKS) -r $(RUN_LOCK)
+	$(UV) pip install --quiet --python $(BIN)/python --no-deps -e .
+	@touch $(RUN_STAMP)
 
-run: install
+install-run: $(RUN_STAMP)
+
+# Every dependency (runtime and test extras) resolved for CPython 3.11 on x86-64 Linux, with hashes;
+# then the runtime alone, held to the same versions.
+LOCK_FLAGS = --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 $(FIND_LINKS) \
+  --no-emit-find-links --quiet
+lock: | $(UV)
+	$(UV) pip compile pyproject.toml --extra test $(LOCK_FLAGS) -o $(LOCK)
+	$(UV) pip compile pyproject.toml --constraint $(LOCK) $(LOCK_FLAGS) -o $(RUN_LOCK)
+
+run: install-run
 	$(BIN)/tunelab --db $(DB) serve --port $(PORT)
 
 # Debian packages the tests drive for real: chromium (browser tests), gcc (C kernel runner),
@@ -53,12 +67,11 @@ system-test-deps:
 lint: install
 	$(BIN)/ruff check .
 
-# mypy, strict on engine/ (pyproject.toml). Not yet part of make test: the annotations are not
-# finished (issue 16 stays open until this target passes and joins `test`).
+# mypy over engine/, storage/, workflows/ and app/, strict on engine/ (pyproject.toml); make test runs it.
 typecheck: install
 	$(BIN)/mypy
 
-test: install system-test-deps lint
+test: install system-test-deps lint typecheck
 	$(BIN)/python -m pytest -q
 
 test-fast: install

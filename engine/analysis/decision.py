@@ -79,8 +79,8 @@ class Decision:
         fix = dict(self.proposed["fix"] if fix is None else fix)
         if formula is None:
             formula = self.proposed["formula"] if fix == self.proposed["fix"] else self.next_formula(fix)
-        model = self.evidence.get("model")
-        free = [v for v in (model["variables"] if model else ()) if v not in fix]
+        model = self.evidence.get("model") or {"variables": [], "response": ""}
+        free = [v for v in model["variables"] if v not in fix]
         if free and _intercept_only(formula, [*model["variables"], model["response"]]):
             raise AnalysisError(f"next formula {formula!r} estimates no factor while {', '.join(free)} "
                                 "stay free: keep their terms or fix them")

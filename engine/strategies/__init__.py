@@ -4,9 +4,9 @@
 ``drive(strategy, evaluate)`` for an offline objective. See :mod:`engine.strategies.base`.
 """
 
+from engine.runners.status import STATUSES
 from engine.strategies.base import (
     SKIPPED,
-    STATUSES,
     AwaitDecision,
     Results,
     Strategy,

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from engine.errors import UserError
@@ -52,7 +53,8 @@ class Results:
 
     @property
     def ok(self) -> np.ndarray:
-        return self.status == "ok"
+        ok: np.ndarray = self.status == "ok"
+        return ok
 
 
 @dataclass(frozen=True)
@@ -62,13 +64,18 @@ class AwaitDecision:
     proposal: Any
 
 
+#: What :meth:`Strategy._search` is: it yields batches (or decisions to wait for) and is sent their
+#: :class:`Results` (or the decision's answer).
+Search = Generator[np.ndarray | AwaitDecision, Any, None]
+
+
 class Strategy:
     """Base of every search strategy; subclasses implement :meth:`_search` and declare ``OPTIONS``,
     whose values (checked, defaults filled) the constructor puts in :attr:`options`."""
 
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
-    free_statuses: ClassVar[frozenset[str]] = frozenset({"invalid"})
+    free_statuses: frozenset[str] = frozenset({"invalid"})
     OPTIONS: ClassVar[tuple[Option, ...]] = ()
 
     def __init__(self, domain: Domain | Space, budget: int, seed: int | None = None, direction: str = "minimize",
@@ -93,8 +100,8 @@ class Strategy:
         self.best_loss = math.inf
         self.best_code: int | None = None
         self._answer_code: int | None = None
-        self._gen: Generator | None = None
-        self._batch: dict | None = None
+        self._gen: Search | None = None
+        self._batch: dict[str, Any] | None = None
         self._queue: list[int] = []
         self._outstanding: dict[int, list[int]] = {}
         self._waiting: AwaitDecision | None = None
@@ -102,10 +109,10 @@ class Strategy:
         self._free_batches = 0
 
     # -- what subclasses write ---------------------------------------------------------------------
-    def _search(self) -> Generator[np.ndarray | AwaitDecision, Any, None]:
+    def _search(self) -> Search:
         raise NotImplementedError
 
-    def measure(self, index: np.ndarray) -> np.ndarray:
+    def measure(self, index: npt.ArrayLike) -> np.ndarray:
         """Shape a batch for ``yield`` (rows of level indices)."""
         return np.asarray(index, dtype=np.int64).reshape(-1, len(self.domain.names))
 
@@ -178,20 +185,22 @@ class Strategy:
             break
         return self.domain.decode(np.array(out, dtype=np.int64))
 
-    def tell_index(self, index: np.ndarray, values: Sequence[float | None], statuses: Sequence[str] | None = None) -> None:
+    def tell_index(self, index: np.ndarray, values: Sequence[float | None] | np.ndarray,
+                   statuses: Sequence[str] | np.ndarray | None = None) -> None:
         """Report results of configurations (normally ones just asked)."""
         index = np.asarray(index, dtype=np.int64).reshape(-1, len(self.domain.names))
-        values = [math.nan if v is None else float(v) for v in values]
+        numbers = [math.nan if v is None else float(v) for v in values]
         statuses = ["ok"] * len(index) if statuses is None else list(statuses)
-        if not (len(values) == len(statuses) == len(index)):
-            raise UserError(f"tell: {len(index)} configurations, {len(values)} values and {len(statuses)} statuses")
-        for code, value, status in zip(self.domain.encode(index).tolist(), values, statuses):
+        if not (len(numbers) == len(statuses) == len(index)):
+            raise UserError(f"tell: {len(index)} configurations, {len(numbers)} values and {len(statuses)} statuses")
+        for code, value, status in zip(self.domain.encode(index).tolist(), numbers, statuses):
             loss, status = self._record(code, value, status)
             positions = self._outstanding.pop(code, None)
             if positions is None and self._batch is not None and code in self._batch["pending"]:
                 self._queue.remove(code)
                 positions = self._batch["pending"].pop(code)
             if positions is not None:
+                assert self._batch is not None  # an outstanding code is a row of the current batch
                 self._batch["loss"][positions] = loss
                 self._batch["status"][positions] = status
         if self._batch is not None and not self._outstanding and self._queue and self.used >= self.budget:
@@ -209,7 +218,8 @@ class Strategy:
     def ask(self, n: int | None = None) -> pd.DataFrame:
         return self.domain.frame(self.ask_index(n))
 
-    def tell(self, configs: pd.DataFrame | Sequence[Mapping], values: Sequence[float | None], statuses: Sequence[str] | None = None) -> None:
+    def tell(self, configs: pd.DataFrame | Sequence[Mapping[str, Any]], values: Sequence[float | None],
+             statuses: Sequence[str] | None = None) -> None:
         frame = configs if isinstance(configs, pd.DataFrame) else pd.DataFrame(list(configs))
         self.tell_index(self.domain.from_frame(frame), values, statuses)
 
@@ -236,7 +246,7 @@ class Strategy:
         return self.sign * self._known[code][0]
 
     @property
-    def answer(self) -> dict | None:
+    def answer(self) -> dict[str, Any] | None:
         """The returned configuration and its measured value (None when it has none)."""
         code = self.answer_code
         if code is None:
@@ -246,11 +256,11 @@ class Strategy:
                 "value": self.answer_value}
 
     @property
-    def best(self) -> dict | None:
+    def best(self) -> dict[str, Any] | None:
         """The best configuration measured so far and its value (None before any success)."""
         if self.best_code is None:
             return None
-        config = self.domain.frame(self.best_index[None, :]).iloc[0].to_dict()
+        config = self.domain.frame(self.domain.decode(np.array([self.best_code]))).iloc[0].to_dict()
         return {"config": {k: v.item() if isinstance(v, np.generic) else v for k, v in config.items()}, "value": self.best_value}
 
     def trace(self) -> np.ndarray:
@@ -327,12 +337,14 @@ class Strategy:
             self._batch, self._queue, self._finished = None, [], True
 
     def _skip_rest(self) -> None:
+        assert self._batch is not None  # called only while a batch is open
         for code in self._queue:
             self._batch["status"][self._batch["pending"].pop(code)] = SKIPPED
         self._queue = []
 
     def _complete(self) -> None:
         batch, self._batch = self._batch, None
+        assert batch is not None  # called only while a batch is open
         self._advance(Results(batch["index"], batch["loss"], batch["status"]))
 
 

@@ -22,7 +22,7 @@ from scipy import linalg, optimize, special
 
 from engine.errors import UserError
 from engine.space.factors import Space
-from engine.strategies.base import Strategy
+from engine.strategies.base import Search, Strategy
 from engine.strategies.domain import Domain
 from engine.strategies.options import Option
 
@@ -56,10 +56,10 @@ class GaussianProcess:
     def __init__(self, dims: int) -> None:
         self.theta = np.concatenate([np.log(np.full(dims, 0.3)), [0.0, math.log(1e-2)]])
 
-    def _parts(self, theta):
+    def _parts(self, theta: np.ndarray) -> tuple[np.ndarray, float, float]:
         return np.exp(theta[:-2]), math.exp(theta[-2]), math.exp(theta[-1]) + 1e-8
 
-    def _nll(self, theta, X, y):
+    def _nll(self, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
         scales, signal, noise = self._parts(theta)
         K = signal * matern52(X, X, scales) + noise * np.eye(len(X))
         try:
@@ -67,7 +67,8 @@ class GaussianProcess:
         except linalg.LinAlgError:
             return 1e25
         alpha = linalg.cho_solve((L, True), y)
-        return 0.5 * y @ alpha + np.log(np.diag(L)).sum()
+        nll: float = 0.5 * y @ alpha + np.log(np.diag(L)).sum()
+        return nll
 
     def fit(self, X: np.ndarray, y: np.ndarray, optimise: bool) -> GaussianProcess:
         if optimise:
@@ -97,7 +98,8 @@ class GaussianProcess:
 def expected_improvement(mu: np.ndarray, sd: np.ndarray, best: float, xi: float) -> np.ndarray:
     gap = best - mu - xi
     z = gap / sd
-    return gap * special.ndtr(z) + sd * np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+    ei: np.ndarray = gap * special.ndtr(z) + sd * np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+    return ei
 
 
 class BayesianOptimization(Strategy):
@@ -122,7 +124,7 @@ class BayesianOptimization(Strategy):
             raise UserError(f"BO init {self.init!r} must be >= 2 (budget {self.budget})")
         self.xi, self.log, self.refit, self.pool_size = float(o["xi"]), bool(o["log"]), int(o["refit"]), int(o["pool"])
 
-    def _search(self):
+    def _search(self) -> Search:
         cand = self.domain.pool(self.pool_size, self.rng)
         feats = features(self.domain, cand)
         codes = self.domain.encode(cand)

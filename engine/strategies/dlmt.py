@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -65,11 +65,14 @@ from engine.model.choice import default_choice
 from engine.model.columns import CODINGS, TermColumns, TermSpec, parse_term, term_name
 from engine.space.factors import Space
 from engine.strategies import fastlm
-from engine.strategies.base import AwaitDecision, Strategy
+from engine.strategies.base import AwaitDecision, Search, Strategy
 from engine.strategies.design import doptimal_rows, estimable_terms
 from engine.strategies.domain import Domain
 from engine.strategies.greedy import neighbours
 from engine.strategies.options import Option, shown, texts
+
+if TYPE_CHECKING:  # engine.analysis is imported lazily, where it is used
+    from engine.analysis import Decision, LinearModel
 
 SIZE_RULES = ("2k", "orio")
 ANALYSES = ("fast", "full")
@@ -149,6 +152,11 @@ TRANSFORM = Option("transform", "boxcox-round", "response transform: a rule or a
 REPEATS = Option("repeats", 3, "random starts of the design exchange", "int", low=1)
 
 
+#: What a step's analysis gives: the fit, its p-values (in the full analysis), the significant terms, the predicted best.
+FastAnalysis = tuple[fastlm.FastFit, list[int], np.ndarray | None]
+FullAnalysis = tuple["LinearModel", list[float], list[int], np.ndarray | None]
+
+
 class DLMT(Strategy):
     """Options: :attr:`OPTIONS` (their meaning in the module docstring)."""
 
@@ -205,28 +213,28 @@ class DLMT(Strategy):
         self.anova_type = int(o["anova_type"])
         self.columns = TermColumns.shared(self.domain, o["coding"])
         self.fixed: dict[int, int] = {}
-        self.decisions: list = []
-        self.log: list[dict] = []
+        self.decisions: list[Decision] = []
+        self.log: list[dict[str, Any]] = []
 
-    def decide(self, decision) -> None:
+    def decide(self, decision: Decision) -> None:
         """Continue with the accepted, edited or rejected :class:`engine.analysis.Decision`."""
         if getattr(decision, "status", "proposed") == "proposed":
             raise UserError("DLMT: accept, edit or reject the decision before continuing")
         self.resolve(decision)
 
     # -- the search ------------------------------------------------------------------------------
-    def _search(self):
+    def _search(self) -> Search:
         yield from self._steps()
         if self.refine > 0 and self.best_code is not None:
             yield from self._refine()
 
-    def _steps(self):
+    def _steps(self) -> Search:
         for step in range(1, self.steps + 1):
             self.step = step
             cand, rows = self._subspace()
             if not len(cand):
                 return
-            entry = {"step": step, "candidates": len(cand)}
+            entry: dict[str, Any] = {"step": step, "candidates": len(cand)}
             self.log.append(entry)
             k = 1 + sum(self.columns.width(t) for t in self.terms)
             if len(cand) <= design_size(self.size, k, len(self.terms), self.extra):
@@ -258,12 +266,14 @@ class DLMT(Strategy):
             if not self.terms:
                 return
 
-    def _refine(self):
+    def _refine(self) -> Search:
         """Greedy descent over one-level moves from the best measured configuration."""
         self.step += 1
         stop = self.used + self.refine
         while self.used < stop:
-            moves = neighbours(self.domain, self.best_index)
+            row = self.best_index
+            assert row is not None  # _search refines only after a success
+            moves = neighbours(self.domain, row)
             moves = moves[self.domain.valid(moves)]
             fresh = np.flatnonzero([not self.is_known(c) for c in self.domain.encode(moves)])
             if not len(fresh):
@@ -310,7 +320,7 @@ class DLMT(Strategy):
         inside = np.isin(measured, self.domain.encode(cand))
         return self.domain.decode(measured[inside]), self.sign * loss[inside]
 
-    def _analyse(self, cand: np.ndarray, rows: np.ndarray | None):
+    def _analyse(self, cand: np.ndarray, rows: np.ndarray | None) -> FastAnalysis | FullAnalysis | None:
         """The step's decision and predicted best (None, None when the data cannot be fitted)."""
         index, y = self._data(cand)
         if len(y) < 3:
@@ -335,14 +345,14 @@ class DLMT(Strategy):
             best = cand[int(np.argmin(self.sign * reduced.predict(Xc)))]
         return fitted, significant, best
 
-    def _to_fix(self, significant: list[int], p: Sequence[float]) -> list[int]:
+    def _to_fix(self, significant: list[int], p: Sequence[float] | np.ndarray) -> list[int]:
         """The significant terms whose factors get fixed under the ``fix`` rule."""
         if self.fix == "all" or not significant:
             return significant
         top = min(significant, key=lambda t: p[t])
         return [t for t in significant if self.terms[t].factors <= self.terms[top].factors]
 
-    def _decision(self, fitted: fastlm.FastFit, significant: list[int], best: np.ndarray | None):
+    def _decision(self, fitted: fastlm.FastFit, significant: list[int], best: np.ndarray | None) -> Decision:
         """The engine.analysis Decision for a fast-path step (same fields as propose_decision's)."""
         from engine.analysis import Decision, Transform
 
@@ -350,7 +360,7 @@ class DLMT(Strategy):
         space = self.domain.space
         chosen = self._to_fix(significant, fitted.p) if best is not None else []
         factors = sorted({f for t in chosen for f in self.terms[t].factors}, key=names.index)
-        fix = {f: plain(space.factor(f).levels[int(best[names.index(f)])]) for f in factors}
+        fix = {f: plain(space.factor(f).levels[int(best[names.index(f)])]) for f in factors} if best is not None else {}
         kept = [t.name for t in self.terms if not t.factors & set(fix)]
         label = Transform(fitted.lam).label
         anova = [
@@ -380,7 +390,7 @@ class DLMT(Strategy):
             evidence=_jsonable(evidence),
         )
 
-    def _analyse_full(self, cand: np.ndarray, index: np.ndarray, y: np.ndarray):
+    def _analyse_full(self, cand: np.ndarray, index: np.ndarray, y: np.ndarray) -> FullAnalysis | None:
         """The same analysis through engine.analysis (LinearModel and its Type I ANOVA)."""
         from engine.analysis import AnalysisError, LinearModel, anova, predict
 
@@ -403,7 +413,7 @@ class DLMT(Strategy):
             best = cand[int(np.argmin(self.sign * fit))]
         return model, p, significant, best
 
-    def _decision_full(self, model, p: list[float], significant: list[int], best: np.ndarray | None):
+    def _decision_full(self, model: LinearModel, p: list[float], significant: list[int], best: np.ndarray | None) -> Decision:
         """engine.analysis's proposal at ``best``, narrowed to the ``fix`` rule's factors."""
         from engine.analysis import propose_decision
 
@@ -415,7 +425,7 @@ class DLMT(Strategy):
         kept = [t.name for t in self.terms if not t.factors & set(fix)]
         return _with_fix(decision, fix, f"{self.response} ~ " + (" + ".join(kept) or "1"))
 
-    def _apply(self, decision) -> None:
+    def _apply(self, decision: Decision) -> None:
         """Fix the chosen factors and take the chosen formula's terms (accepted or edited)."""
         if decision.status == "rejected" or decision.chosen is None:
             return
@@ -433,7 +443,7 @@ class DLMT(Strategy):
             self.transform = chosen["transform"]
 
 
-def _with_fix(decision, fix: Mapping, formula: str):
+def _with_fix(decision: Decision, fix: Mapping[str, Any], formula: str) -> Decision:
     """A proposal narrowed to the ``fix="top"`` factors (explanations of the others dropped)."""
     from dataclasses import replace
 
@@ -441,7 +451,7 @@ def _with_fix(decision, fix: Mapping, formula: str):
     return replace(decision, proposed={**decision.proposed, "fix": dict(fix), "formula": formula}, explanation=lines)
 
 
-def _jsonable(value):
+def _jsonable(value: Any) -> Any:
     """Plain JSON values (numpy scalars unwrapped, non-finite floats as None) for decision evidence."""
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}

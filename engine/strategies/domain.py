@@ -14,6 +14,9 @@ random valid pool (Orio's candidate sampling).
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+from typing import Any, cast
+
 import numpy as np
 import pandas as pd
 
@@ -53,7 +56,7 @@ class Domain:
                 raise UserError("domain: no valid candidate configuration")
             order = np.argsort(self.codes, kind="stable")
             self._sorted_codes, self._sorted_pos = self.codes[order], order
-        self.cache: dict = {}
+        self.cache: dict[Hashable, Any] = {}
 
     # -- encodings -------------------------------------------------------------------------------
     @property
@@ -94,12 +97,13 @@ class Domain:
     def feasible(self, index: np.ndarray) -> np.ndarray:
         """Rows on the level grid that satisfy the space's constraints (what is known a priori)."""
         index = np.asarray(index, dtype=np.int64).reshape(-1, len(self.names))
-        on_grid = ((index >= 0) & (index < self.n_levels)).all(axis=1)
+        on_grid = cast(np.ndarray, ((index >= 0) & (index < self.n_levels)).all(axis=1))  # 2-D: one flag per row
         if not self.space.constraints or not on_grid.any():
             return on_grid
         safe = np.where(on_grid[:, None], index, 0)
         columns = {f.name: f.level_array()[safe[:, j]] for j, f in enumerate(self.space.factors)}
-        return on_grid & self.space.constraint_mask(columns, len(index))
+        ok: np.ndarray = on_grid & self.space.constraint_mask(columns, len(index))
+        return ok
 
     def valid(self, index: np.ndarray) -> np.ndarray:
         """Known-valid rows: candidates when the domain has a list, else feasible rows."""
@@ -124,11 +128,12 @@ class Domain:
             raise UserError("space: no valid configuration found by random sampling; relax the constraints")
         return self.decode(np.fromiter(found, dtype=np.int64, count=len(found))[:size])
 
-    def random_valid(self, n: int, rng: np.random.Generator, exclude: set | None = None) -> np.ndarray:
+    def random_valid(self, n: int, rng: np.random.Generator, exclude: set[int] | None = None) -> np.ndarray:
         """``n`` distinct valid configurations drawn uniformly (from the candidates when known)."""
         exclude = exclude or set()
         if self.index is not None:
             if exclude:
+                assert self.codes is not None  # set with self.index
                 free = np.flatnonzero([c not in exclude for c in self.codes.tolist()])
             else:
                 free = np.arange(len(self.index))

@@ -23,7 +23,7 @@ from engine.errors import UserError
 from engine.model.columns import TermColumns, parse_term
 from engine.space.factors import Space
 from engine.strategies import fastlm
-from engine.strategies.base import Strategy
+from engine.strategies.base import Search, Strategy
 from engine.strategies.design import doptimal_rows, estimable_terms
 from engine.strategies.dlmt import FORMULA, REPEATS, TRANSFORM, initial_terms, parse_formula_terms
 from engine.strategies.domain import Domain
@@ -61,7 +61,7 @@ class DOptimal(Strategy):
         self.answer_rule, self.pool_size = o["answer"], int(o["pool"])
         self.columns = TermColumns.shared(self.domain)
 
-    def _search(self):
+    def _search(self) -> Search:
         cand = self.domain.pool(self.pool_size, self.rng)
         X, slices = self.columns.matrix(self.terms, index=cand)
         self.terms = [self.terms[t] for t in estimable_terms(X, slices)]

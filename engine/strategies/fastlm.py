@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from scipy import optimize, special
@@ -33,7 +34,8 @@ def f_sf(f: np.ndarray, df1: np.ndarray, df2: float) -> np.ndarray:
     """Upper tail of F(df1, df2) (scipy.special, without scipy.stats' dispatch overhead)."""
     f = np.asarray(f, dtype=float)
     x = df2 / (df2 + df1 * f)
-    return special.betainc(df2 / 2.0, np.asarray(df1, dtype=float) / 2.0, x)
+    p: np.ndarray = special.betainc(df2 / 2.0, np.asarray(df1, dtype=float) / 2.0, x)
+    return p
 
 
 def ncv_p(resid: np.ndarray, fitted: np.ndarray) -> float:
@@ -86,7 +88,7 @@ def transformed(y: np.ndarray, lam: float | None) -> np.ndarray:
     """Response on the fitted scale: y, or an affine image of bcPower(y, λ)."""
     if lam is None:
         return y
-    t = np.log(y) - np.mean(np.log(y))
+    t: np.ndarray = np.log(y) - np.mean(np.log(y))
     return t if abs(lam) <= 1e-6 else np.expm1(lam * t) / lam
 
 
@@ -109,7 +111,8 @@ class FastFit:
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Prediction on the fitted (transformed) scale; monotone in the response, so its argmin is
         the predicted best."""
-        return X[:, self.qr.kept] @ self.beta
+        prediction: np.ndarray = X[:, self.qr.kept] @ self.beta
+        return prediction
 
 
 def _rss(X: np.ndarray, z: np.ndarray) -> float:
@@ -145,10 +148,10 @@ def fit(X: np.ndarray, y: np.ndarray, slices: Sequence[slice], transform: str | 
         lam = float(transform) if positive else None
     elif transform == "log":
         lam = 0.0 if positive else None
-    elif transform != "none" and (not transform.startswith("auto") or p_ncv < ncv_alpha):
+    elif transform != "none" and (not cast(str, transform).startswith("auto") or p_ncv < ncv_alpha):  # a rule: options refuse a bool
         bc = box_cox(decomposition, y)
         if bc is not None:
-            lam = bc.rounded if transform.endswith("round") else bc.lam
+            lam = bc.rounded if cast(str, transform).endswith("round") else bc.lam
     z = transformed(y, lam)
     effects = decomposition.Q.T @ z
     beta = np.linalg.solve(decomposition.R, effects) if decomposition.rank else np.zeros(0)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from engine.space.factors import Space
-from engine.strategies.base import Strategy
+from engine.strategies.base import Search, Strategy
 from engine.strategies.domain import Domain
 from engine.strategies.options import Option
 
@@ -48,16 +48,17 @@ class Genetic(Strategy):
 
     def _random_genome(self) -> np.ndarray:
         for _ in range(self.tries):
-            genome = self.rng.integers(0, self.domain.n_levels)
+            genome: np.ndarray = self.rng.integers(0, self.domain.n_levels)
             if self.domain.valid(genome)[0]:
                 return genome
-        return self.domain.random_valid(1, self.rng)[0]
+        genome = self.domain.random_valid(1, self.rng)[0]
+        return genome
 
     def _child(self, parents: np.ndarray, weights: np.ndarray) -> np.ndarray:
         for _ in range(self.tries):
             a, b = self.rng.choice(len(parents), size=2, replace=False, p=weights)
             pick = self.rng.random(len(self.domain.names)) < 0.5
-            child = np.where(pick, parents[a], parents[b])
+            child: np.ndarray = np.where(pick, parents[a], parents[b])
             if self.rng.random() < self.mutation:
                 j = self.rng.integers(len(child))
                 child[j] = self.rng.integers(self.domain.n_levels[j])
@@ -65,7 +66,7 @@ class Genetic(Strategy):
                 return child
         return self._random_genome()
 
-    def _search(self):
+    def _search(self) -> Search:
         members = np.array([self._random_genome() for _ in range(self.population)])
         result = yield members
         loss = result.loss

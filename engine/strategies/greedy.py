@@ -32,7 +32,7 @@ import numpy as np
 
 from engine.errors import UserError
 from engine.space.factors import Space
-from engine.strategies.base import Strategy
+from engine.strategies.base import Search, Strategy
 from engine.strategies.domain import Domain
 from engine.strategies.options import Option, shown, texts
 
@@ -74,7 +74,7 @@ class GreedySearch(Strategy):
                 raise UserError(f"{self.name} option 'ignore' {shown(ignore)}: {name!r} is not a factor")
         self.counted = np.array([name not in set(ignore) for name in names])
 
-    def _descend(self):
+    def _descend(self) -> Search:
         """Greedy descent from a fresh random valid start until no move improves (or the budget ends)."""
         measured, _ = self.measured(ok_only=False)
         start = self.domain.random_valid(1, self.rng, exclude=set(measured.tolist()))
@@ -103,9 +103,10 @@ class GreedySearch(Strategy):
         if self.check is None:
             return self.domain.valid(moves)
         columns = {f.name: f.level_array()[moves[:, j]] for j, f in enumerate(self.check.factors)}
-        return self.domain.feasible(moves) & self.check.constraint_mask(columns, len(moves))
+        runnable: np.ndarray = self.domain.feasible(moves) & self.check.constraint_mask(columns, len(moves))
+        return runnable
 
-    def _search(self):
+    def _search(self) -> Search:
         yield from self._descend()
 
 
@@ -113,7 +114,7 @@ class GreedyRestarts(GreedySearch):
     name = "GSR"
     summary = "greedy descent restarted from random valid starts until the budget is spent"
 
-    def _search(self):
+    def _search(self) -> Search:
         while self.used < self.budget:
             before = self.used
             yield from self._descend()

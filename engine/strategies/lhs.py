@@ -22,7 +22,7 @@ import numpy as np
 
 from engine.design.lhs import lhs_unit
 from engine.space.factors import Space
-from engine.strategies.base import Strategy
+from engine.strategies.base import Search, Strategy
 from engine.strategies.domain import Domain
 from engine.strategies.options import Option
 
@@ -47,7 +47,7 @@ class LatinHypercube(Strategy):
         self.points = int(points)
         self.iterations = int(self.options["iterations"])
 
-    def _search(self):
+    def _search(self) -> Search:
         unit = lhs_unit(self.points, len(self.domain.names), self.rng, self.iterations)
         span = (self.domain.n_levels - 1).astype(float)
         yield np.rint(unit * span).astype(np.int64)

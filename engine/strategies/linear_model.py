@@ -26,7 +26,7 @@ import numpy as np
 from engine.model.columns import TermColumns, parse_term
 from engine.space.factors import Space
 from engine.strategies import fastlm
-from engine.strategies.base import Strategy
+from engine.strategies.base import Search, Strategy
 from engine.strategies.domain import Domain
 from engine.strategies.options import Option, texts
 
@@ -50,7 +50,7 @@ def generic_schedule(space: Space, budget: int) -> list[Step]:
     names = [f.name for f in space.factors if f.n_levels > 1]
     groups = [g for g in np.array_split(np.array(names, dtype=object), min(4, len(names))) if len(g)]
     total = 0.95 * budget
-    steps = []
+    steps: list[Step] = []
     for group, share in zip(groups, _PROPORTIONS):
         group_terms = [t for t in terms if parse_term(t, space.names).factors <= set(group)]
         samples = max(len(group_terms) + 2, math.floor(total * share / sum(_PROPORTIONS[: len(groups)])))
@@ -66,7 +66,7 @@ def _is_step(step: Any) -> bool:
             and all(isinstance(part, (list, tuple)) and texts(part) is None for part in (terms, fix)))
 
 
-def schedule_steps(schedule: Sequence) -> str | None:
+def schedule_steps(schedule: Sequence[object]) -> str | None:
     """Option rule: every step is ``[samples >= 1, [terms], [factors to fix]]``."""
     return None if all(_is_step(step) for step in schedule) else "must be a list of steps [samples >= 1, [terms], [factors]]"
 
@@ -119,7 +119,7 @@ class LinearModelSearch(Strategy):
         n = min(n, len(fresh), self.remaining)
         return fresh[self.rng.choice(len(fresh), size=n, replace=False)] if n > 0 else fresh[:0]
 
-    def _search(self):
+    def _search(self) -> Search:
         names = self.domain.names
         for step, ((samples, _, fix), terms) in enumerate(zip(self.schedule, self.parsed), start=1):
             self.step = step

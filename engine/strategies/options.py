@@ -31,7 +31,7 @@ Kind = Literal["int", "float", "bool", "choice", "text", "list"]
 Rule = Callable[[Any], str | None]
 
 
-def _fits(value: Any, kind: Kind, choices: tuple) -> bool:
+def _fits(value: Any, kind: Kind, choices: tuple[Any, ...]) -> bool:
     """Whether ``value`` has the JSON shape ``kind`` asks for (a bool is never a number or a choice)."""
     if isinstance(value, bool):
         return kind == "bool"
@@ -61,7 +61,7 @@ class Option:
     default: Any
     description: str
     kind: Kind
-    choices: tuple = ()
+    choices: tuple[Any, ...] = ()
     low: float | None = None
     high: float | None = None
     exclusive: bool = False
@@ -103,7 +103,7 @@ class Option:
             return f"must be {self.accepts}"
         return self.rule(value) if self.rule is not None else None
 
-    def _within(self, value: Real) -> bool:
+    def _within(self, value: float) -> bool:
         if isinstance(value, float) and not math.isfinite(value):
             return False
         if self.exclusive:
@@ -133,7 +133,7 @@ def shown(value: Any, width: int = 80) -> str:
     return text if len(text) <= width else f"{text[: width - 1]}…"
 
 
-def texts(value: Sequence) -> str | None:
+def texts(value: Sequence[object]) -> str | None:
     """Rule: every item is a text (factor names, constraint expressions, formula terms)."""
     return None if all(isinstance(v, str) for v in value) else "must be a list of texts"
 

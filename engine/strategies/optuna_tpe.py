@@ -16,7 +16,7 @@ from typing import Any
 
 from engine.errors import UserError
 from engine.space.factors import Space
-from engine.strategies.base import Strategy
+from engine.strategies.base import Search, Strategy
 from engine.strategies.domain import Domain
 from engine.strategies.options import Option
 
@@ -45,16 +45,16 @@ class OptunaTPE(Strategy):
         super().__init__(domain, budget, seed, direction, **options)
         self.startup, self.patience = int(self.options["startup"]), int(self.options["patience"])
 
-    def _search(self):
+    def _search(self) -> Search:
         import optuna
-        from optuna.distributions import CategoricalDistribution, IntDistribution
+        from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
         from optuna.trial import TrialState
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         sampler = optuna.samplers.TPESampler(seed=self.seed, n_startup_trials=self.startup)
         study = optuna.create_study(direction="minimize", sampler=sampler)
         space = self.domain.space
-        dists = {
+        dists: dict[str, BaseDistribution] = {
             f.name: (IntDistribution(0, f.n_levels - 1) if f.kind in ("ordinal", "integer")
                      else CategoricalDistribution(list(range(f.n_levels))))
             for f in space.factors

@@ -6,12 +6,12 @@ its cap of 125: give it a budget of 120). The answer is the best one measured. N
 
 from __future__ import annotations
 
-from engine.strategies.base import Strategy
+from engine.strategies.base import Search, Strategy
 
 
 class RandomSearch(Strategy):
     name = "RS"
     summary = "uniform random sampling of distinct valid configurations"
 
-    def _search(self):
+    def _search(self) -> Search:
         yield self.domain.random_valid(self.budget, self.rng)

@@ -45,7 +45,7 @@ def available(name: str) -> bool:
     return strategy_class(name) is not OptunaTPE or optuna_available()
 
 
-def describe() -> list[dict]:
+def describe() -> list[dict[str, Any]]:
     """One row per strategy: name, summary, options with defaults, whether it can run here."""
     return [{"name": n, "summary": c.summary, "options": options_of(n), "available": available(n)} for n, c in STRATEGIES.items()]
 
