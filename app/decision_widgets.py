@@ -11,6 +11,7 @@ import streamlit as st
 
 from app.components import flash, guard
 from engine.analysis import Decision
+from engine.analysis.display import readable_table
 from engine.space.factors import Space
 from workflows import StudySession
 
@@ -57,7 +58,7 @@ def tuning_review(session: StudySession, actor: str) -> None:
             st.markdown(f"- {line}")
         anova = decision.evidence.get("anova")
         if anova:
-            st.dataframe(pd.DataFrame(anova), hide_index=True, width="stretch", key=f"tune_anova_{waiting['id']}")
+            st.dataframe(readable_table(pd.DataFrame(anova)), hide_index=True, width="stretch", key=f"tune_anova_{waiting['id']}")
         point = decision.evidence.get("predicted_best") or {}
         if point:
             st.caption("Predicted best: " + ", ".join(f"{k} = {v}" for k, v in point.items()))

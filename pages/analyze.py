@@ -16,6 +16,7 @@ from app.state import get_store
 from app.term_builder import term_builder
 from engine.analysis import analyze, coefficient_table, plots, propose_decision
 from engine.analysis.diagnostics import qq_data, residual_diagnostics
+from engine.analysis.display import readable_table
 from engine.analysis.effects import effect_screening, interaction_effects, main_effects
 from engine.analysis.options import TRANSFORMS
 from engine.analysis.study_data import initial_formula, restrict
@@ -129,10 +130,11 @@ st.subheader(f"ANOVA (Type {'I' * anova_type})")
 st.caption("Each row tests one term. Small p (green, with stars) means the term explains the response beyond "
            "noise; `***` p < 0.001, `**` < 0.01, `*` < 0.05, `.` < 0.1.")
 anova_table = result.anova
-st.dataframe(anova_table.style.map(_colour, subset=["Pr(>F)"]).format(precision=4, na_rep=""), hide_index=True,
+colours = [_colour(p) for p in anova_table["Pr(>F)"]]
+st.dataframe(readable_table(anova_table).style.apply(lambda _: colours, subset=["Pr(>F)"]), hide_index=True,
              width="stretch", key="anova_table")
 with st.expander("Coefficients and tests"):
-    st.dataframe(coefficient_table(result.model), hide_index=True, width="stretch")
+    st.dataframe(readable_table(coefficient_table(result.model)), hide_index=True, width="stretch")
     st.write(f"ncvTest (constant variance): χ² = {result.ncv_untransformed.statistic:.4g}, "
              f"p = {result.ncv_untransformed.p:.4g} — p < 0.05 suggests transforming the response.")
     if result.power:

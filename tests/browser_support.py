@@ -1,9 +1,9 @@
-"""What the real-browser tests share: a served dashboard over a prepared database, chromium, pages."""
+"""What the real-browser tests share: a served dashboard over a prepared database, and page helpers
+(the ``browser`` and ``page`` fixtures are in ``conftest.py``)."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -14,9 +14,6 @@ import pytest
 
 from engine.io.paths import REPO_ROOT
 from tests.conftest import free_port, wait_healthy
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking"]
 
 
 def prepare_toy(db: Path) -> None:
@@ -66,27 +63,6 @@ def served(prepare: Callable[[Path], None]) -> Callable[..., Iterator[str]]:
             yield url
 
     return server
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian chromium is not installed (make test installs it)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        instance = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield instance
-        instance.close()
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    yield page
-    context.close()
 
 
 def wait_ready(page) -> None:

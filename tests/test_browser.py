@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_support import browser, grid_cell, page, prepare_toy, served, wait_ready  # noqa: F401
+from tests.browser_support import grid_cell, prepare_toy, served, wait_ready
 
 pytestmark = pytest.mark.browser
 server = served(prepare_toy)
@@ -21,11 +21,6 @@ def analyse_everything(page) -> None:
     if carry_on.count():
         carry_on.first.click()
         wait_ready(page)
-
-
-def grid_cell(page, text: str):
-    """A cell of an ``st.dataframe`` (drawn on a canvas; its accessible cells are in the DOM)."""
-    return page.locator("[role='gridcell']", has_text=text).first
 
 
 def test_create_a_study_from_a_template_and_see_it_listed(server, page):

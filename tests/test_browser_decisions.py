@@ -3,11 +3,12 @@ model is refused while factors stay free, and the person's note is kept in the l
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from tests.browser_support import browser, grid_cell, page, prepare_toy, served, wait_ready  # noqa: F401
+from tests.browser_support import grid_cell, prepare_toy, served, wait_ready
 
 pytestmark = pytest.mark.browser
 server = served(prepare_toy)
@@ -15,6 +16,21 @@ server = served(prepare_toy)
 
 def next_model(page):
     return page.get_by_role("textbox", name="Model for the next step")
+
+
+def grid_texts(page) -> list[str]:
+    """Every accessible cell of the page's ``st.dataframe`` tables."""
+    grid_cell(page, "Residuals").wait_for(state="attached")
+    return [t.strip() for t in page.locator("[role='gridcell']").all_inner_texts()]
+
+
+def test_the_anova_table_shows_significant_digits_and_blanks(server, page):
+    page.goto(server + "/analyze")
+    wait_ready(page)
+    cells = grid_texts(page)  # the ANOVA table (the coefficients wait in a closed expander; no log yet)
+    assert "x5" in cells and "Residuals" in cells
+    assert not [c for c in cells if c in ("0.0000", "None", "nan") or re.fullmatch(r"0+\d", c)], cells
+    assert any(re.fullmatch(r"\d(\.\d)?e-\d\d|< 2e-16", c) for c in cells), cells  # x5's p, not 0.0000
 
 
 def test_unticking_a_proposed_fix_puts_its_factor_back_into_the_next_model(server, page):

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from engine.analysis.display import readable_table
 from engine.study import StudySpec
 
 _CSS = """
@@ -174,7 +175,8 @@ def study_report(
                                                            "created_at"]))
     if anova is not None:
         tables = {"ANOVA": anova} if isinstance(anova, pd.DataFrame) else dict(anova)
-        parts.append("<h2>ANOVA</h2>" + "".join(f"<h3>{_e(name)}</h3>{_table(t)}" for name, t in tables.items()))
+        parts.append("<h2>ANOVA</h2>" + "".join(f"<h3>{_e(name)}</h3>{_table(readable_table(t))}"
+                                                for name, t in tables.items()))
     if decisions is not None:
         parts.append("<h2>Decisions log</h2>" + _table(decisions))
     data = progress_data(spec, measurements)
