@@ -1,0 +1,35 @@
+"""`make run` installs the runtime only; `make test` adds the test stack (issue 17, defect 14)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from engine.io.paths import REPO_ROOT
+
+#: What only the tests need: none of it may reach a person who only wants the dashboard.
+TEST_ONLY = {"torch", "playwright", "pytest", "pytest-timeout", "mypy", "ruff", "optuna", "hypothesis"}
+
+
+def pins(name: str) -> dict[str, str]:
+    text = (REPO_ROOT / name).read_text()
+    return dict(re.findall(r"^([a-z0-9][a-z0-9._-]*)==([^\s;\\]+)", text, re.M))
+
+
+def test_the_runtime_lock_holds_no_test_stack_and_the_same_versions_as_the_test_lock():
+    run, full = pins("requirements-run.lock"), pins("requirements.lock")
+    assert {"streamlit", "duckdb", "numpy", "statsmodels"} <= set(run)
+    assert not TEST_ONLY & set(run)
+    assert TEST_ONLY - {"pytest-timeout"} <= set(full)
+    assert {name: full.get(name) for name in run} == run  # one resolution: `make lock` constrains one by the other
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_run_installs_from_the_runtime_lock_and_never_syncs_the_test_stack():
+    plan = subprocess.run(["make", "-n", "-B", "run"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
+    assert "-r requirements-run.lock" in plan and "--require-hashes" in plan
+    assert "pip sync" not in plan and " requirements.lock" not in plan  # sync would remove a developer's tests
+    assert plan.strip().splitlines()[-1].endswith("serve --port 8501")
