@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -75,3 +75,11 @@ def study_candidates(session: StudySession, fixed: Mapping[str, Any]) -> pd.Data
     """The study's candidate configurations with ``fixed`` factors held (cached per database and study)."""
     return _cached_candidates(session, session.store.path, session.study.id,
                               json.dumps(fixed, sort_keys=True, default=str))
+
+
+def predicted_best_text(point: Mapping[str, Any], predicted: float, objective: str,
+                        undetermined: Sequence[str]) -> str:
+    """The predicted best as a caption: the levels the model sets, the factors it cannot, the value."""
+    levels = ", ".join(f"{name} = {value}" for name, value in point.items() if name not in undetermined)
+    open_ = f"; not determined by the model: {', '.join(undetermined)}" if undetermined else ""
+    return f"Predicted best configuration: {levels or '(none)'}{open_} (predicted {objective} = {predicted:.4g})."

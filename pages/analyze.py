@@ -7,6 +7,7 @@ from app.components import (
     continue_from_decisions,
     flash,
     guard,
+    predicted_best_text,
     show_flash,
     study_candidates,
     study_picker,
@@ -19,6 +20,7 @@ from engine.analysis.diagnostics import qq_data, residual_diagnostics
 from engine.analysis.display import readable_table
 from engine.analysis.effects import effect_screening, interaction_effects, main_effects
 from engine.analysis.options import TRANSFORMS
+from engine.analysis.prediction import undetermined_factors
 from engine.analysis.study_data import initial_formula, restrict
 from workflows import StudySession
 from workflows.session import decision_fix_text
@@ -168,7 +170,8 @@ if decision is not None:
     for line in decision.explanation:
         st.markdown(f"- {line}")
     best = decision.evidence["predicted_best"]
-    st.caption(f"Predicted best configuration: {best['point']} (predicted {spec.objective} = {best['predicted']:.4g}).")
+    st.caption(predicted_best_text(best["point"], best["predicted"], spec.objective,
+                                   undetermined_factors(spec.space.names, result.model.variables_, fixed)))
     proposed_fix = decision.proposed["fix"]
     # widgets are keyed by the proposal, so a new proposal (after a model change) resets them
     version = abs(hash((result.model.formula, tuple(sorted(map(str, proposed_fix.items()))))))

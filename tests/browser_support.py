@@ -66,8 +66,13 @@ def served(prepare: Callable[[Path], None]) -> Callable[..., Iterator[str]]:
 
 
 def wait_ready(page) -> None:
-    """Wait until Streamlit has finished running the script."""
+    """Wait until Streamlit has finished running the script. A rerun an interaction triggers may start
+    a moment later, so first give the running-indicator up to a second to appear."""
     page.wait_for_selector("[data-testid='stApp']")
+    try:
+        page.wait_for_selector("[data-testid='stStatusWidget']", timeout=1_000)
+    except Exception:  # already finished, or no rerun at all
+        pass
     page.wait_for_function(
         "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=60_000
     )

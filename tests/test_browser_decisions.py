@@ -3,10 +3,12 @@ model is refused while factors stay free, and the person's note is kept in the l
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser_support import grid_cell, prepare_toy, served, wait_ready
 
@@ -85,3 +87,26 @@ def test_the_decision_note_is_stored_shown_in_the_log_and_in_the_report(server, 
         page.get_by_role("button", name="HTML report").click()
     report = Path(download.value.path()).read_text()
     assert "x3 looked flat; re-measure before fixing" in report and '{"fix"' not in report
+
+
+def test_a_factor_left_out_of_the_model_is_not_determined_on_analyze_nor_exported(server, page):
+    page.goto(server + "/analyze")
+    wait_ready(page)
+    page.get_by_text("continue from the decisions log").click()  # the note's decision left step 2 unmeasured
+    wait_ready(page)
+    page.get_by_label("linear x2").uncheck(force=True)
+    wait_ready(page)
+    caption = page.get_by_text("Predicted best configuration:")
+    expect(caption).to_contain_text("not determined by the model: x2")  # waits for the rerun
+    assert "x2 =" not in caption.inner_text()
+    page.get_by_role("button", name="Accept decision").click()
+    page.get_by_text("Decision accepted").wait_for()
+    page.goto(server + "/export")
+    wait_ready(page)
+    page.get_by_text("Predicted by the latest model").click()
+    wait_ready(page)
+    code = page.locator("[data-testid='stCode']").first
+    code.wait_for()
+    exported = json.loads(code.inner_text())
+    assert exported["undetermined"] == ["x2"] and "x2" not in exported["configuration"]
+    assert {"x1", "x5", "x7"} <= set(exported["configuration"])  # fixed by the decisions: kept

@@ -53,6 +53,23 @@ def best():
     return best_measured(SPEC, measurements())
 
 
+def test_a_predicted_best_writes_no_level_for_a_factor_the_model_does_not_determine():
+    point = {"TILE": 16, "VEC": True, "OPT": "O2", "ALPHA": 0.5}
+    best = best_predicted(SPEC, point, 1.5, 1.0, 2.0, undetermined=["OPT", "ALPHA"])
+    assert best.config == {"TILE": 16, "VEC": True} and best.undetermined == ("OPT", "ALPHA")
+    doc = json.loads(export_best(best, "json"))
+    assert doc["configuration"] == {"TILE": 16, "VEC": True} and doc["undetermined"] == ["OPT", "ALPHA"]
+    assert yaml.safe_load(export_best(best, "yaml"))["undetermined"] == ["OPT", "ALPHA"]
+    assert list(csv.DictReader(io.StringIO(export_best(best, "csv"))))[0].keys() >= {"TILE", "VEC"}
+    assert "OPT" not in export_best(best, "csv").splitlines()[0].split(",")
+    header = export_best(best, "header")
+    assert "/* not determined by the model: OPT, ALPHA */" in header and "#define OPT" not in header
+    assert "# not determined by the model: OPT, ALPHA" in export_best(best, "env")
+    t4 = json.loads(export_best(best, "t4"))
+    assert "OPT" not in t4["results"][0]["configuration"] and t4["metadata"]["tunelab"]["undetermined"] == ["OPT", "ALPHA"]
+    assert json.loads(export_best(best_measured(SPEC, measurements()), "json"))["undetermined"] == []
+
+
 def test_json_yaml_csv_and_t4_parse_back(best):
     doc = json.loads(export_best(best, "json"))
     assert doc["configuration"] == best.config and doc["value"] == pytest.approx(1.1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -29,7 +30,9 @@ def test_the_runtime_lock_holds_no_test_stack_and_the_same_versions_as_the_test_
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_make_run_installs_from_the_runtime_lock_and_never_syncs_the_test_stack():
-    plan = subprocess.run(["make", "-n", "-B", "run"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}  # under make test
+    plan = subprocess.run(["make", "--no-print-directory", "-n", "-B", "run"], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, check=True).stdout
     assert "-r requirements-run.lock" in plan and "--require-hashes" in plan
     assert "pip sync" not in plan and " requirements.lock" not in plan  # sync would remove a developer's tests
     assert plan.strip().splitlines()[-1].endswith("serve --port 8501")

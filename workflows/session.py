@@ -232,6 +232,7 @@ class StudySession:
         if source != "predicted":
             raise UserError(f"best source {brief(source)}: expected one of {', '.join(BEST_SOURCES)}")
         from engine.analysis import LinearModel, predict, predicted_minimum
+        from engine.analysis.prediction import undetermined_factors
 
         models = self.store.models(self.name)
         if models.empty:
@@ -239,11 +240,13 @@ class StudySession:
         latest = models.iloc[-1]
         lam = latest["box_cox_lambda"]
         transform = float(lam) if pd.notna(lam) else ("log" if latest["transform"] == "log" else "none")
+        fixed = self.next_step().fixed
         model = LinearModel(latest["formula"], transform).fit(self.analysis_data())
-        point = predicted_minimum(model, self.candidates()).point
+        point = predicted_minimum(model, self.candidates(fixed)).point
         interval = predict(model, pd.DataFrame([point]))
         return best_predicted(self.spec, point, float(interval["predicted"].iloc[0]),
-                              float(interval["lower"].iloc[0]), float(interval["upper"].iloc[0]))
+                              float(interval["lower"].iloc[0]), float(interval["upper"].iloc[0]),
+                              undetermined=undetermined_factors(self.spec.space.names, model.variables_, fixed))
 
     def measured_best_or_none(self) -> BestConfig | None:
         """The best measured configuration, or None while nothing was measured successfully."""

@@ -10,7 +10,7 @@ the same on both scales.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -116,6 +116,12 @@ def argmin(prediction: pd.DataFrame, candidates: pd.DataFrame, valid: Validity =
     best = ties[0]  # the first of the tied rows, whichever the BLAS's last bits made smallest
     point = {k: plain(v) for k, v in candidates.iloc[best].items()}
     return Argmin(best, plain(candidates.index[best]), float(fit[best]), float(prediction["predicted"].iloc[best]), ties, point)
+
+
+def undetermined_factors(names: Sequence[str], variables: Collection[str], fixed: Collection[str]) -> list[str]:
+    """The factors whose level a model's best cannot tell: not in the model, not fixed by a decision
+    (the argmin holds an arbitrary level for them, which must not pass for a tuned setting)."""
+    return [name for name in names if name not in variables and name not in fixed]
 
 
 def predicted_minimum(model: LinearModel, candidates: pd.DataFrame, valid: Validity = None) -> Argmin:

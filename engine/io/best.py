@@ -41,7 +41,9 @@ SOURCES = ("measured", "predicted")
 
 @dataclass(frozen=True)
 class BestConfig:
-    """The best configuration and what is known about its objective value."""
+    """The best configuration and what is known about its objective value. ``undetermined`` names the
+    factors a predicted best cannot set: neither in the model nor fixed by a decision; ``config``
+    leaves them out, so no file writes a guess as a tuned setting."""
 
     study: str
     objective: str
@@ -55,6 +57,7 @@ class BestConfig:
     repeats: int = 0
     values: tuple[float, ...] = ()
     unit: str = ""
+    undetermined: tuple[str, ...] = ()
     created_at: str = field(default_factory=lambda: datetime.now(UTC).replace(microsecond=0).isoformat())
 
     def __post_init__(self) -> None:
@@ -69,6 +72,7 @@ class BestConfig:
             "interval": {"level": self.level, "lower": self.lower, "upper": self.upper},
             "repeats": self.repeats, "unit": self.unit, "created_at": self.created_at,
             "configuration": dict(self.config),
+            "undetermined": list(self.undetermined),
         }
 
 
@@ -100,14 +104,20 @@ def best_measured(spec: StudySpec, measurements: pd.DataFrame, level: float = 0.
 
 
 def best_predicted(spec: StudySpec, config: Mapping[str, Any], predicted: float, lower: float | None = None,
-                   upper: float | None = None, level: float = 0.95) -> BestConfig:
-    """A model's predicted best (e.g. :func:`engine.analysis.predict` at its argmin) as a BestConfig."""
+                   upper: float | None = None, level: float = 0.95, undetermined: Sequence[str] = ()) -> BestConfig:
+    """A model's predicted best (e.g. :func:`engine.analysis.predict` at its argmin) as a BestConfig;
+    the ``undetermined`` factors' levels in ``config`` are the argmin's arbitrary pick and are dropped."""
     missing = [n for n in spec.space.names if n not in config]
     if missing:
         raise UserError(f"best configuration: the predicted point lacks factor '{missing[0]}'")
-    point = {n: config[n] for n in spec.space.names}
+    point = {n: config[n] for n in spec.space.names if n not in undetermined}
     return BestConfig(spec.name, spec.objective, spec.direction, point, float(predicted), "predicted",
-                      None if lower is None else float(lower), None if upper is None else float(upper), level)
+                      None if lower is None else float(lower), None if upper is None else float(upper), level,
+                      undetermined=tuple(n for n in spec.space.names if n in undetermined))
+
+
+def _undetermined_note(best: BestConfig) -> str:
+    return f"not determined by the model: {', '.join(best.undetermined)}" if best.undetermined else ""
 
 
 # -- writers --------------------------------------------------------------------------------------------
@@ -231,6 +241,7 @@ def to_header(best: BestConfig) -> str:
     lines = [
         "/* " + _comment(f"Best configuration of Tunelab study '{best.study}' ({best.source}).") + " */",
         "/* " + _comment(f"{best.objective} = {best.value:.6g}{interval}; {best.direction}; {best.created_at}") + " */",
+        *(["/* " + _comment(_undetermined_note(best)) + " */"] if best.undetermined else []),
         f"#ifndef {guard}", f"#define {guard}", "",
     ]
     lines += [f"#define {name} {_c_value(value, name)}" for name, value in best.config.items()]
@@ -259,6 +270,7 @@ def to_env(best: BestConfig) -> str:
     _check_names(best, "environment variable")
     lines = ["# " + _comment(f"Best configuration of Tunelab study '{best.study}' ({best.source}): "
                              f"{best.objective} = {best.value:.6g}")]
+    lines += ["# " + _comment(_undetermined_note(best))] if best.undetermined else []
     lines += [f"{name}={_shell_value(value, name)}" for name, value in best.config.items()]
     return "\n".join(lines) + "\n"
 
@@ -276,6 +288,7 @@ def to_t4(best: BestConfig) -> str:
     }
     doc = {"schema_version": "1.0.0", "results": [result],
            "metadata": {"tunelab": {"study": best.study, "source": best.source, "direction": best.direction,
+                                    "undetermined": list(best.undetermined),
                                     "interval": {"level": best.level, "lower": _finite(best.lower),
                                                  "upper": _finite(best.upper)}}}}
     return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
