@@ -41,17 +41,42 @@ def show_flash() -> None:
         st.success(message)
 
 
+def remembered(names: Sequence[str], param: str, *fallbacks: Any) -> int:
+    """Where a picker starts: the URL's ``?param=`` (a link or a reload), else the first of
+    ``fallbacks`` that is one of ``names`` (what this session chose last), else the first name."""
+    for candidate in (st.query_params.get(param), *fallbacks):
+        if candidate in names:
+            return names.index(candidate)
+    return 0
+
+
 def study_picker(store: Store, label: str = "Study", key: str = STUDY_KEY) -> StoredStudy | None:
-    """Choose a study; the choice is shared by every page of the session."""
+    """Choose a study. The choice is in the URL (``?study=``, so a reload or a shared link keeps it)
+    and is shared by the pages of the session that work on one study."""
     names = store.study_names()
     if not names:
         st.info("No studies yet. Create or import one on the **Studies** page.")
         return None
-    current = st.session_state.get(STUDY_KEY)
-    index = names.index(current) if current in names else 0
+    index = remembered(names, STUDY_KEY, st.session_state.get(STUDY_KEY))
     name = st.selectbox(label, names, index=index, key=f"_picker_{key}")
     st.session_state[STUDY_KEY] = name
+    st.query_params[STUDY_KEY] = name
     return store.get_study(name)
+
+
+def design_picker(label: str, options: Mapping[str, int | None], key: str) -> int | None:
+    """Choose among ``options`` (label -> design id, None for "all"); the choice is in the URL as
+    ``?design=`` beside the study."""
+    labels = list(options)
+    by_id = {str(design): label for label, design in options.items() if design is not None}
+    label = st.selectbox(label, labels, index=remembered(labels, "design", by_id.get(st.query_params.get("design", ""))),
+                         key=key)
+    design = options[label]
+    if design is None:
+        st.query_params.pop("design", None)
+    else:
+        st.query_params["design"] = str(design)
+    return design
 
 
 def continue_from_decisions(session: StudySession, key: str) -> tuple[dict[str, Any], str | None, int | None]:

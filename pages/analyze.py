@@ -5,6 +5,7 @@ import streamlit as st
 
 from app.components import (
     continue_from_decisions,
+    design_picker,
     flash,
     guard,
     predicted_best_text,
@@ -19,7 +20,7 @@ from engine.analysis import analyze, coefficient_table, plots, propose_decision
 from engine.analysis.diagnostics import qq_data, residual_diagnostics
 from engine.analysis.display import readable_table
 from engine.analysis.effects import effect_screening, interaction_effects, main_effects
-from engine.analysis.options import TRANSFORMS
+from engine.analysis.options import TRANSFORMS, default_transform, nonpositive_warning
 from engine.analysis.prediction import undetermined_factors
 from engine.analysis.study_data import initial_formula, restrict
 from workflows import StudySession
@@ -46,8 +47,7 @@ tuning_review(session, st.session_state["actor"])
 designs = store.designs(study.name)
 sources = {"All measurements": None} | {
     f"Design {d.id}: {d.name} ({d.kind}, {d.rows} rows)": int(d.id) for d in designs.itertuples()}
-source = st.selectbox("Measurements", list(sources), key=f"analyze_source_{study.id}")
-design_id = sources[source]
+design_id = design_picker("Measurements", sources, key=f"analyze_source_{study.id}")
 data = session.analysis_data(design_id)
 
 
@@ -88,7 +88,8 @@ with left:
                            response=spec.objective)
 with right:
     st.subheader("Options")
-    transform = st.selectbox("Transform of the response", list(TRANSFORMS), key="analyze_transform",
+    transform = st.selectbox("Transform of the response", list(TRANSFORMS), key=f"analyze_transform_{study.id}",
+                             index=TRANSFORMS.index(default_transform(data[spec.objective])),
                              help="boxcox: λ from car's powerTransform; boxcox-round: car's rounded λ; "
                                   "auto: Box-Cox only when the ncv test's p < 0.05.")
     anova_type = st.radio("ANOVA type", [1, 2, 3], horizontal=True, key="analyze_anova_type",
@@ -172,6 +173,9 @@ if decision is not None:
     best = decision.evidence["predicted_best"]
     st.caption(predicted_best_text(best["point"], best["predicted"], spec.objective,
                                    undetermined_factors(spec.space.names, result.model.variables_, fixed)))
+    warning = nonpositive_warning(best["predicted"], data[spec.objective], spec.objective)
+    if warning:
+        st.warning(warning)
     proposed_fix = decision.proposed["fix"]
     # widgets are keyed by the proposal, so a new proposal (after a model change) resets them
     version = abs(hash((result.model.formula, tuple(sorted(map(str, proposed_fix.items()))))))

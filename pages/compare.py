@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app.components import flash, guard, show_flash
+from app.components import STUDY_KEY, flash, guard, remembered, show_flash
 from app.jobs import Job, get_job, start_job
 from app.state import get_store
 from app.strategy_options import option_widgets
@@ -35,9 +35,11 @@ tables = studies.loc[studies["runner"] == "table", "name"].tolist()
 if not tables:
     st.info("No table study yet: import a measured CSV or a Kernel Tuner cache on the **Studies** page.")
     st.stop()
-current = st.session_state.get("study")
-name = st.selectbox("Table study", tables, index=tables.index(current) if current in tables else 0, key="cmp_study")
-st.session_state["study"] = name
+# Compare keeps its own choice: picking a table here does not switch the study the other pages work on.
+name = st.selectbox("Table study", tables, key="cmp_study",
+                    index=remembered(tables, STUDY_KEY, st.session_state.get("_cmp_study"), st.session_state.get(STUDY_KEY)))
+st.session_state["_cmp_study"] = name
+st.query_params[STUDY_KEY] = name
 
 catalogue = {row["name"]: row for row in describe()}
 runnable = [n for n, row in catalogue.items() if row["available"]]

@@ -39,6 +39,9 @@ else:
     with guard():
         best = session.best("predicted")
     if best is not None:
+        warning = session.implausible_best(best)
+        if warning:
+            st.warning(warning)
         st.caption(f"Model: `{model['formula']}` (transform {model['transform']}); 95% prediction interval shown "
                    "in the files.")
 

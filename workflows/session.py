@@ -248,6 +248,14 @@ class StudySession:
                               float(interval["lower"].iloc[0]), float(interval["upper"].iloc[0]),
                               undetermined=undetermined_factors(self.spec.space.names, model.variables_, fixed))
 
+    def implausible_best(self, best: BestConfig) -> str | None:
+        """A warning when a predicted best is ≤ 0 although every measurement is positive."""
+        from engine.analysis.options import nonpositive_warning
+
+        ok = self.results()
+        ok = ok[ok["status"] == "ok"] if "status" in ok else ok
+        return nonpositive_warning(best.value, ok["value"].astype(float), self.spec.objective)
+
     def measured_best_or_none(self) -> BestConfig | None:
         """The best measured configuration, or None while nothing was measured successfully."""
         return best_or_none(self.study, self.results())

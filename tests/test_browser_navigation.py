@@ -1,0 +1,77 @@
+"""Issue 17 in chromium: the study lives in the URL (a reload or a link keeps it, Compare does not
+switch it), and a positive objective starts from a transform that keeps predictions positive."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser_support import prepare_toy, served, wait_ready
+from workflows.demo import TOY_STUDY
+
+pytestmark = pytest.mark.browser
+GRID = "Positive grid"
+
+
+def prepare(db: Path) -> None:
+    """The toy study, and a table study of a positive, convex time (1/a² + b/100) with every row measured:
+    a straight line through it predicts a negative time at the largest a."""
+    import pandas as pd
+
+    from engine.io.table_import import import_table
+    from storage import Store
+
+    prepare_toy(db)
+    rows = [{"a": a, "b": b, "time": 1.0 / a**2 + b / 100} for a in range(1, 9) for b in range(4)]
+    csv = db.with_name("grid.csv")
+    pd.DataFrame(rows).to_csv(csv, index=False)
+    imported = import_table(csv, objective="time", name=GRID)
+    with Store(db) as store:
+        study = store.create_study(imported.spec, imported.table)
+        for row in rows:
+            store.record_measurement(study, {"a": row["a"], "b": row["b"]}, row["time"])
+
+
+server = served(prepare)
+
+
+def picked(page, label: str = "Study"):
+    return page.get_by_role("combobox", name=label, exact=True)
+
+
+def test_the_study_is_in_the_url_survives_a_reload_and_compare_does_not_switch_it(server, page):
+    page.goto(f"{server}/analyze?study={quote(GRID)}")
+    wait_ready(page)
+    expect(picked(page)).to_have_value(GRID)
+    page.reload()
+    wait_ready(page)
+    expect(picked(page)).to_have_value(GRID)
+    page.goto(f"{server}/design?study={quote(TOY_STUDY)}")
+    wait_ready(page)
+    expect(picked(page)).to_have_value(TOY_STUDY)
+    assert "study=Paper+toy+problem" in page.url or "study=Paper%20toy%20problem" in page.url
+    page.get_by_role("link", name="Compare").click()  # the sidebar: same session, a table study there
+    wait_ready(page)
+    expect(picked(page, "Table study")).not_to_have_value(TOY_STUDY)  # a table study, picked on this page
+    page.get_by_role("link", name="Analyze").click()
+    wait_ready(page)
+    expect(picked(page)).to_have_value(TOY_STUDY)  # before: Compare had switched it to the table study
+
+
+def test_a_positive_objective_starts_from_box_cox_and_a_negative_prediction_is_flagged(server, page):
+    page.goto(f"{server}/analyze?study={quote(GRID)}")
+    wait_ready(page)
+    transform = picked(page, "Transform of the response")
+    expect(transform).to_have_value("boxcox-round")
+    caption = page.get_by_text("Predicted best configuration:")
+    expect(caption).to_contain_text("predicted time = ")
+    assert "predicted time = -" not in caption.inner_text()
+    assert page.locator("[data-testid='stAlert']", has_text="≤ 0").count() == 0
+    transform.click()
+    page.get_by_role("option", name="none", exact=True).click()
+    wait_ready(page)
+    expect(caption).to_contain_text("predicted time = -")  # the straight line extrapolates below zero
+    expect(page.locator("[data-testid='stAlert']", has_text="≤ 0 although every measurement is positive")).to_be_visible()
