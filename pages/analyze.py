@@ -19,7 +19,7 @@ from app.term_builder import term_builder
 from engine.analysis import analyze, coefficient_table, plots, propose_decision
 from engine.analysis.diagnostics import qq_data, residual_diagnostics
 from engine.analysis.display import readable_table
-from engine.analysis.effects import effect_screening, interaction_effects, main_effects
+from engine.analysis.effects import effect_screening, interaction_effects, main_effects, strongest_pair
 from engine.analysis.options import TRANSFORMS, default_transform, nonpositive_warning
 from engine.analysis.prediction import undetermined_factors
 from engine.analysis.study_data import initial_formula, restrict
@@ -158,8 +158,11 @@ with effects_tab:
     a.plotly_chart(plots.main_effects_figure(main_effects(result.model)), width="stretch")
     b.plotly_chart(plots.half_normal_figure(effect_screening(result.model)), width="stretch")
     varying = [v for v in result.model.variables_ if data[v].nunique() > 1]
-    if len(varying) >= 2:
-        pair = st.multiselect("Interaction plot of", varying, default=varying[:2], max_selections=2, key="ia_pair")
+    strongest = strongest_pair(result.model, anova_table)
+    if len(varying) >= 2 and strongest:
+        pair = st.multiselect("Interaction plot of", varying, max_selections=2, key=f"ia_pair_{'_'.join(strongest)}",
+                              default=[v for v in strongest if v in varying] or varying[:2],
+                              help="Starts from the most significant two-factor term (else the two strongest factors).")
         if len(pair) == 2:
             st.plotly_chart(plots.interaction_figure(interaction_effects(result.model, *pair)), width="stretch")
 

@@ -17,7 +17,9 @@ from engine.analysis import (
     qq_data,
     residual_diagnostics,
 )
+from engine.analysis.anova_tables import anova
 from engine.analysis.diagnostics import ppoints
+from engine.analysis.effects import strongest_pair
 from tests.analysis_support import r_case
 
 
@@ -53,18 +55,46 @@ def test_qq_uses_rs_plotting_positions(pb, unbalanced):
     assert qq["theoretical"].iloc[0] == pytest.approx(-qq["theoretical"].iloc[-1])
 
 
-def test_main_and_interaction_effects_are_observed_means(pb, unbalanced):
+def test_model_based_means_equal_observed_means_on_a_balanced_design_and_keep_counts(pb, unbalanced):
     data, model = pb
     effects = main_effects(model)
     assert set(effects["factor"]) == {f"x{i}" for i in range(1, 9)}
     x3 = effects[effects["factor"] == "x3"].set_index("level")
-    assert x3.loc[1, "mean"] == pytest.approx(data.loc[data["x3"] == 1, "Y"].mean())
+    # an orthogonal ±1 design and an additive model: the least-squares mean is the observed mean
+    assert x3.loc[1, "predicted"] == pytest.approx(data.loc[data["x3"] == 1, "Y"].mean())
+    assert (x3["lower"] < x3["predicted"]).all() and (x3["predicted"] < x3["upper"]).all()
     assert list(x3["n"]) == [6, 6]
     cells = interaction_effects(unbalanced, "vector_length", "load_overlap")
     case = r_case("unbalanced_cat")
     counts = {(c["vector_length"], False): c["n_false"] for c in case["cell_counts"]}
     counts |= {(c["vector_length"], True): c["n_true"] for c in case["cell_counts"]}
     assert {(r.level_a, r.level_b): r.n for r in cells.itertuples()} == counts
+
+
+def test_on_an_unbalanced_design_means_average_the_model_not_the_rows():
+    """a's effect is 2 per unit, c's 3; c = 'v' mostly where a is large. Raw means of c mix in a's
+    effect; least-squares means hold a at its mean, so they differ by c's effect alone."""
+    a = np.array([1, 1, 1, 1, 2, 2, 2, 16, 16, 16, 16, 16])
+    c = np.array(["u", "u", "u", "u", "u", "u", "v", "v", "v", "v", "v", "u"])
+    y = 2.0 * a + 3.0 * (c == "v") + np.array([0.1, -0.1, 0.05, -0.05, 0.1, -0.1, 0.0, 0.1, -0.1, 0.05, -0.05, 0.0])
+    model = LinearModel("y ~ a + c").fit(pd.DataFrame({"a": a, "c": c, "y": y}))
+    means = main_effects(model).set_index(["factor", "level"])["predicted"]
+    assert means["c", "v"] - means["c", "u"] == pytest.approx(3.0, abs=0.2)
+    assert y[c == "v"].mean() - y[c == "u"].mean() > 15  # what the raw means would have shown
+    assert means["a", 16] - means["a", 1] == pytest.approx(30.0, abs=0.3)
+    assert list(main_effects(model, ["a"])["level"]) == [1, 2, 16]  # numeric order, not "1", "16", "2"
+    assert list(interaction_effects(model, "a", "c")["level_a"]) == [1, 1, 2, 2, 16, 16]
+
+
+def test_the_interaction_plot_starts_from_the_most_significant_pair():
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"a": rng.choice([1, 2, 4], 48), "b": rng.choice([1, 2], 48), "d": rng.choice([1, 2], 48)})
+    frame["y"] = frame["a"] + 0.1 * frame["b"] + 4.0 * frame["b"] * frame["d"] + rng.normal(0, 0.1, 48)
+    model = LinearModel("y ~ a + b + d + a:b + b:d").fit(frame)
+    assert strongest_pair(model, anova(model, 1)) == ("b", "d")
+    additive = LinearModel("y ~ a + b + d").fit(frame)
+    assert set(strongest_pair(additive, anova(additive, 1))) == {"b", "d"}
+    assert strongest_pair(LinearModel("y ~ a").fit(frame), anova(additive, 1)) is None
 
 
 def test_effect_screening_ranks_scaled_estimates(pb):

@@ -75,3 +75,30 @@ def test_a_positive_objective_starts_from_box_cox_and_a_negative_prediction_is_f
     wait_ready(page)
     expect(caption).to_contain_text("predicted time = -")  # the straight line extrapolates below zero
     expect(page.locator("[data-testid='stAlert']", has_text="≤ 0 although every measurement is positive")).to_be_visible()
+
+
+def test_effects_are_model_based_in_natural_order_and_the_interaction_starts_from_the_strongest_pair(
+        server, page, tmp_path):
+    from engine.analysis import analyze
+    from engine.analysis.effects import strongest_pair
+    from engine.analysis.study_data import initial_formula
+    from storage import Store
+    from workflows import StudySession
+
+    prepare_toy(tmp_path / "same.duckdb")  # the served data, to know which pair the ANOVA ranks first
+    with Store(tmp_path / "same.duckdb") as store:
+        session = StudySession(store, TOY_STUDY)
+        data = session.analysis_data()
+        result = analyze(data, initial_formula(session.spec, data), transform="none")
+        first, second = strongest_pair(result.model, result.anova)
+    page.goto(f"{server}/analyze?study={quote(TOY_STUDY)}")
+    wait_ready(page)
+    page.get_by_role("tab", name="Effects").click()
+    title = page.locator(".js-plotly-plot .gtitle", has_text="Interaction")
+    expect(title).to_contain_text(f"{first} × {second}")
+    expect(page.locator(".js-plotly-plot .gtitle", has_text="Main effects")).to_contain_text("model-based means")
+    axes = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
+        .filter(p => (p.layout.title.text || '').includes('Interaction'))
+        .map(p => p.layout.xaxis.categoryarray)""")
+    levels = [float(v) for v in axes[0]]
+    assert levels == sorted(levels) and len(levels) >= 2

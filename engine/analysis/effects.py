@@ -1,14 +1,19 @@
-"""Effects as data: main-effect and interaction means of the measurements, and effect screening.
+"""Effects as data: model-based main-effect and interaction means, and effect screening.
 
-Main-effect and interaction plots show observed means (on the response's own scale, the one a person
-reads); effect screening ranks the model's coefficients by *scaled estimates* — half the change of the
-fitted response over each column's observed range — so effects of factors on different scales
-compare, and pairs them with half-normal quantiles for a Daniel plot.
+Main-effect and interaction plots show least-squares means (the model's mean response over a balanced
+reference grid, with confidence intervals, on the response's own scale, the one a person reads): an
+unbalanced design's raw marginal means would mix the effects of correlated factors. Effect screening
+ranks the model's coefficients by *scaled estimates* — half the change of the fitted response over
+each column's observed range — so effects of factors on different scales compare, and pairs them
+with half-normal quantiles for a Daniel plot.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,37 +22,108 @@ from scipy import stats
 from engine.analysis.data import AnalysisError
 from engine.analysis.fit import LinearModel
 from engine.analysis.labels import stars
+from engine.analysis.prediction import candidate_matrix, predict
+
+#: Largest grid of categorical levels a mean averages over; beyond it, those factors sit at their mode.
+MAX_GRID = 2_000
 
 
-def _observed(model: LinearModel) -> pd.DataFrame:
-    frame = model.data_.copy()
-    frame["_response"] = model.y_raw_
-    return frame
+def natural_levels(values: pd.Series) -> list[Any]:
+    """The distinct levels in the order a person reads them: numbers numerically (2 before 16),
+    anything else as text."""
+    unique = list(pd.unique(values.dropna()))
+    if all(isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_)) for v in unique):
+        return sorted(unique, key=float)
+    return sorted(unique, key=str)
 
 
-def main_effects(model: LinearModel, factors: Sequence[str] | None = None) -> pd.DataFrame:
-    """Mean and count of the response at each level of each factor (default: the model's factors)."""
-    factors = list(model.variables_ if factors is None else factors)
-    frame = _observed(model)
+def _reference(model: LinearModel, varying: Sequence[str], numeric_at_mean: bool) -> pd.DataFrame:
+    """The rows a model-based mean averages over: numeric factors at their mean, each categorical
+    factor at every one of its levels with equal weight (a balanced grid, as emmeans does)."""
+    data = model.data_
+    held: dict[str, Any] = {}
+    grids: dict[str, list[Any]] = {}
+    for name in model.variables_:
+        if name in varying:
+            continue
+        column = data[name]
+        numeric = pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
+        if numeric and numeric_at_mean:
+            held[name] = float(column.mean())
+        else:
+            grids[name] = natural_levels(column)
+    if math.prod(len(levels) for levels in grids.values()) > MAX_GRID:
+        grids = {name: [data[name].mode().iloc[0]] for name in grids}
+    rows = [dict(zip(grids, combo)) for combo in itertools.product(*grids.values())]
+    return pd.DataFrame([{**held, **row} for row in rows] or [held])
+
+
+def _model_means(model: LinearModel, cells: pd.DataFrame, level: float) -> pd.DataFrame:
+    """Per row of ``cells`` (levels of the varying factors): the mean prediction over the reference
+    grid, with its confidence interval, on the response's scale."""
+    varying = list(cells.columns)
+    for numeric_at_mean in (True, False):  # a numeric column coded C(x) has no level at its mean
+        reference = _reference(model, varying, numeric_at_mean)
+        grid = cells.reset_index(drop=True).merge(reference, how="cross")
+        try:
+            X = candidate_matrix(model, grid)
+            break
+        except AnalysisError:
+            if not numeric_at_mean:
+                raise
+    averaged = X.reshape(len(cells), len(reference), X.shape[1]).mean(axis=1)
+    means = predict(model, cells.reset_index(drop=True), level, X=averaged, interval="confidence")
+    return means[["predicted", "lower", "upper"]]
+
+
+def _counts(model: LinearModel, by: list[str]) -> pd.Series:
+    return model.data_.groupby(by, sort=False).size()
+
+
+def main_effects(model: LinearModel, factors: Sequence[str] | None = None, level: float = 0.95) -> pd.DataFrame:
+    """Model-based (least-squares) mean response at each level of each factor, levels in natural order:
+    the other factors held at their means or averaged over their levels, so an unbalanced design does
+    not mix the effects of its factors as raw marginal means do. ``n``: observations at the level."""
     parts = []
-    for factor in factors:
-        if factor not in frame.columns:
-            raise AnalysisError(f"main effects: unknown factor {factor!r}")
-        grouped = frame.groupby(factor, sort=True)["_response"].agg(["mean", "count"]).reset_index()
-        parts.append(pd.DataFrame({"factor": factor, "level": grouped[factor].astype(object), "mean": grouped["mean"], "n": grouped["count"]}))
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["factor", "level", "mean", "n"])
+    for factor in list(model.variables_ if factors is None else factors):
+        if factor not in model.variables_:
+            raise AnalysisError(f"main effects: {factor!r} is not a factor of the model")
+        levels = natural_levels(model.data_[factor])
+        means = _model_means(model, pd.DataFrame({factor: levels}), level)
+        counts = _counts(model, [factor])
+        parts.append(pd.DataFrame({"factor": factor, "level": pd.Series(levels, dtype=object), **means,
+                                   "n": [int(counts.get(v, 0)) for v in levels]}))
+    columns = ["factor", "level", "predicted", "lower", "upper", "n"]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
 
 
-def interaction_effects(model: LinearModel, a: str, b: str) -> pd.DataFrame:
-    """Mean and count of the response for each (level of ``a``, level of ``b``) cell."""
-    frame = _observed(model)
+def interaction_effects(model: LinearModel, a: str, b: str, level: float = 0.95) -> pd.DataFrame:
+    """Model-based mean response for each (level of ``a``, level of ``b``) cell, levels in natural order."""
     for factor in (a, b):
-        if factor not in frame.columns:
-            raise AnalysisError(f"interaction: unknown factor {factor!r}")
-    grouped = frame.groupby([a, b], sort=True)["_response"].agg(["mean", "count"]).reset_index()
-    return pd.DataFrame(
-        {"factor_a": a, "level_a": grouped[a], "factor_b": b, "level_b": grouped[b], "mean": grouped["mean"], "n": grouped["count"]}
-    )
+        if factor not in model.variables_:
+            raise AnalysisError(f"interaction: {factor!r} is not a factor of the model")
+    pairs = [(x, y) for x in natural_levels(model.data_[a]) for y in natural_levels(model.data_[b])]
+    cells = pd.DataFrame(pairs, columns=[a, b])
+    means = _model_means(model, cells, level)
+    counts = _counts(model, [a, b])
+    return pd.DataFrame({"factor_a": a, "level_a": cells[a].astype(object), "factor_b": b,
+                         "level_b": cells[b].astype(object), **means,
+                         "n": [int(counts.get((x, y), 0)) for x, y in pairs]})
+
+
+def strongest_pair(model: LinearModel, anova_table: pd.DataFrame) -> tuple[str, str] | None:
+    """The pair an interaction plot starts from: the factors of the most significant two-factor term,
+    else the two factors with the smallest p-values of their own terms (None with < 2 factors)."""
+    if len(model.variables_) < 2:
+        return None
+    p = anova_table.set_index("term")["Pr(>F)"]
+    ranked = sorted(model.terms_, key=lambda t: (not np.isfinite(p.get(t.display, np.nan)), p.get(t.display, np.inf)))
+    for term in ranked:
+        if len(term.variables) == 2:
+            first, second = sorted(term.variables)
+            return first, second
+    order = list(dict.fromkeys(v for term in ranked for v in sorted(term.variables)))
+    return order[0], order[1]
 
 
 def effect_screening(model: LinearModel) -> pd.DataFrame:

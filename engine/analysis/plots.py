@@ -7,6 +7,8 @@ curve) so the page can show, cache or export the numbers and the picture from on
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -59,25 +61,40 @@ def cooks_figure(diagnostics: pd.DataFrame) -> go.Figure:
     return _layout(fig, "Cook's distance", "Observation", "Cook's distance")
 
 
+def _error_y(part: pd.DataFrame) -> dict[str, Any]:
+    return {"type": "data", "symmetric": False, "array": part["upper"] - part["predicted"],
+            "arrayminus": part["predicted"] - part["lower"], "thickness": 1}
+
+
 def main_effects_figure(effects: pd.DataFrame) -> go.Figure:
-    """One panel per factor: mean response at each level."""
+    """One panel per factor: the model-based mean response at each level (in natural order) with its
+    95% confidence interval."""
     factors = list(dict.fromkeys(effects["factor"]))
     fig = make_subplots(rows=1, cols=max(len(factors), 1), shared_yaxes=True, subplot_titles=factors)
     for i, factor in enumerate(factors, start=1):
         part = effects[effects["factor"] == factor]
-        fig.add_trace(go.Scatter(x=[str(v) for v in part["level"]], y=part["mean"], mode="lines+markers", name=factor), row=1, col=i)
-    fig.update_layout(title="Main effects (mean response per level)", template="plotly_white", showlegend=False)
+        levels = [str(v) for v in part["level"]]
+        fig.add_trace(go.Scatter(x=levels, y=part["predicted"], error_y=_error_y(part), mode="lines+markers",
+                                 name=factor, customdata=part["n"],
+                                 hovertemplate="%{x}: %{y:.4g} (n = %{customdata})<extra></extra>"), row=1, col=i)
+        fig.update_xaxes(type="category", categoryorder="array", categoryarray=levels, row=1, col=i)
+    fig.update_layout(title="Main effects (model-based means, 95% CI)", template="plotly_white", showlegend=False)
     return fig
 
 
 def interaction_figure(cells: pd.DataFrame) -> go.Figure:
-    """Interaction plot: mean response against levels of a, one line per level of b."""
+    """Interaction plot: the model-based mean response against the levels of a (in natural order),
+    one line per level of b."""
     fig = go.Figure()
-    for level_b, part in cells.groupby("level_b", sort=True):
-        fig.add_trace(go.Scatter(x=[str(v) for v in part["level_a"]], y=part["mean"], mode="lines+markers", name=str(level_b)))
+    order = list(dict.fromkeys(str(v) for v in cells["level_a"]))
+    for level_b in dict.fromkeys(cells["level_b"]):
+        part = cells[cells["level_b"] == level_b]
+        fig.add_trace(go.Scatter(x=[str(v) for v in part["level_a"]], y=part["predicted"], error_y=_error_y(part),
+                                 mode="lines+markers", name=str(level_b)))
     a = cells["factor_a"].iloc[0] if len(cells) else "a"
     b = cells["factor_b"].iloc[0] if len(cells) else "b"
-    fig = _layout(fig, f"Interaction {a} × {b}", a, "Mean response")
+    fig = _layout(fig, f"Interaction {a} × {b} (model-based means, 95% CI)", a, "Mean response")
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=order)
     fig.update_layout(showlegend=True, legend_title_text=b)
     return fig
 

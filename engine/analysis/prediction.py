@@ -54,16 +54,20 @@ def candidate_matrix(model: LinearModel, candidates: pd.DataFrame) -> np.ndarray
     return X
 
 
-def predict(model: LinearModel, candidates: pd.DataFrame, level: float = 0.95, X: np.ndarray | None = None) -> pd.DataFrame:
-    """R's ``predict(..., interval = "prediction")`` on the model scale (``fit``, ``lwr``, ``upr``)
-    and the same mapped back to the response scale (``predicted``, ``lower``, ``upper``)."""
+def predict(model: LinearModel, candidates: pd.DataFrame, level: float = 0.95, X: np.ndarray | None = None,
+            interval: str = "prediction") -> pd.DataFrame:
+    """R's ``predict(..., interval = "prediction")`` (or ``"confidence"``: the interval of the mean
+    response) on the model scale (``fit``, ``lwr``, ``upr``) and the same mapped back to the response
+    scale (``predicted``, ``lower``, ``upper``)."""
+    if interval not in ("prediction", "confidence"):
+        raise AnalysisError(f"interval {interval!r}: expected 'prediction' or 'confidence'")
     X = candidate_matrix(model, candidates) if X is None else X
     beta = np.asarray(model.results_.params, dtype=float)
     fit = X @ beta
     # se of the mean: ||R^-T x|| · sigma, without forming (X'X)^-1.
     scaled = linalg.solve_triangular(model.qr_.R, X.T, trans="T")
     sigma2 = float(model.results_.ssr) / model.df_resid_
-    se_pred = np.sqrt(sigma2 * (1.0 + np.einsum("ij,ij->j", scaled, scaled)))
+    se_pred = np.sqrt(sigma2 * ((interval == "prediction") + np.einsum("ij,ij->j", scaled, scaled)))
     half = stats.t.ppf(0.5 + level / 2.0, model.df_resid_) * se_pred
     out = pd.DataFrame({"fit": fit, "lwr": fit - half, "upr": fit + half}, index=candidates.index)
     inverse = model.transform_.inverse
