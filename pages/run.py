@@ -28,8 +28,12 @@ labels = {int(d.id): f"Design {d.id}: {d.name} ({d.kind}) — {d.rows} rows, {d.
           for d in designs.itertuples()}
 pending_ids = [i for i, d in zip(designs["id"], designs["pending"]) if d > 0]
 default = int(max(pending_ids)) if pending_ids else int(designs["id"].max())
-design_id = st.selectbox("Design", list(labels), index=list(labels).index(default), format_func=labels.get,
-                         key=f"run_design_{study.id}")
+# Keyed by its labels, so the pending counts are redrawn after a run; the choice is kept beside it.
+chosen = f"_run_design_{study.id}"
+start = st.session_state[chosen] if st.session_state.get(chosen) in labels else default
+design_id = st.selectbox("Design", list(labels), index=list(labels).index(start), format_func=labels.get,
+                         key=f"run_design_{study.id}_{abs(hash(tuple(labels.values())))}")
+st.session_state[chosen] = design_id
 job_key = f"run:{study.id}:{design_id}"
 
 left, right = st.columns(2)
@@ -64,8 +68,19 @@ if job is None or not job.running:
             st.rerun()
 
 
+def refresh_once_finished(job: Job) -> None:
+    """Rerun the whole page once after a job ends, so the design picker's pending counts and the
+    design rows are read after its last result (however quickly it finished)."""
+    seen = f"_run_refreshed_{job_key}"
+    if not job.running and st.session_state.get(seen) != job.started:
+        st.session_state[seen] = job.started
+        st.rerun()
+
+
 def show(job: Job) -> None:
     progress = job.progress
+    if job.running and (progress is None or not progress.total):
+        st.progress(0.0, text=f"Starting {job.label}: preparing the runner and the executor; results follow…")
     if progress is not None and progress.total:
         eta = job.eta_seconds(progress.fraction) if job.running else None
         text = f"{progress.completed}/{progress.total} configurations"
@@ -103,14 +118,12 @@ def live() -> None:
     current = get_job(job_key)
     if current is None:
         return
+    refresh_once_finished(current)
     show(current)
-    if not current.running and st.session_state.get("_run_was_running"):
-        st.session_state["_run_was_running"] = False
-        st.rerun()  # refresh the whole page (design table, start button) once the job ends
-    st.session_state["_run_was_running"] = current.running
 
 
 if job is not None:
+    refresh_once_finished(job)
     if job.running:
         live()
     else:

@@ -3,6 +3,7 @@ switch it), and a positive objective starts from a transform that keeps predicti
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from urllib.parse import quote
 
@@ -102,3 +103,27 @@ def test_effects_are_model_based_in_natural_order_and_the_interaction_starts_fro
         .map(p => p.layout.xaxis.categoryarray)""")
     levels = [float(v) for v in axes[0]]
     assert levels == sorted(levels) and len(levels) >= 2
+
+
+def test_run_shows_a_status_from_the_first_instant_and_fresh_pending_counts_after(server, page):
+    page.goto(f"{server}/run?study={quote(TOY_STUDY)}")
+    wait_ready(page)
+    expect(picked(page, "Design")).to_have_value(re.compile(r", 8 pending$"))
+    page.get_by_text("Process pool").click()  # a pool takes a moment to start: the silent part before
+    wait_ready(page)
+    page.get_by_role("button", name="Start measuring").click()
+    seen_cancel = False
+    for _ in range(600):  # poll the page as it draws: whenever Cancel shows, a status line shows with it
+        cancel, status, done = page.evaluate("""() => {
+            const text = document.querySelector('[data-testid="stMain"]').innerText;
+            return [[...document.querySelectorAll('button')].some(b => b.innerText.trim() === 'Cancel'),
+                    /Starting |configurations/.test(text), /Done: /.test(text)]; }""")
+        if cancel:
+            seen_cancel = True
+            assert status, "the run page shows Cancel with no status line"
+        if done:
+            break
+        page.wait_for_timeout(50)
+    assert seen_cancel or done
+    page.get_by_text("Done: 8 results stored").wait_for(timeout=60_000)
+    expect(picked(page, "Design")).to_have_value(re.compile(r", 0 pending$"))
