@@ -15,14 +15,17 @@ from engine.compare.plots import (
     ecdf_figure,
     histogram_data,
     histogram_figure,
+    strategy_colours,
 )
 from engine.compare.presets import PRESETS
-from engine.compare.summary import summary_table, with_paper
+from engine.compare.summary import header, summary_table, with_paper
 from engine.strategies import from_form
 from engine.strategies.registry import describe
 from workflows.compare import compare, open_comparison, saved_comparisons, table_study
 
 DEFAULT_STRATEGIES = ["RS", "LHS", "GS", "GSR", "GA", "LM", "DLMT"]
+#: The status from the click on until the first runs end (loading the table, starting workers).
+STARTING = "Starting: preparing the table study…"
 
 store = get_store()
 st.title("Compare")
@@ -68,9 +71,24 @@ job_key = f"compare:{name}"
 
 def benchmark_work(job: Job, strategies: list[str], reps: int, budget: int, jobs: int, seed: int, preset: str,
                    options: dict, label: str) -> int | None:
-    return compare(table_study(store, name), strategies, reps=reps, budget=budget, jobs=jobs, seed=seed,
+    """The comparison, leaving in ``job.progress`` a sentence until the first runs end (loading the
+    table and starting workers take seconds), then (done, total, strategy) after each chunk."""
+    table = table_study(store, name)
+    job.progress = (f"Starting: {jobs} worker processes are loading the table…" if jobs > 1
+                    else f"Starting: running strategy {strategies[0]}…")
+    return compare(table, strategies, reps=reps, budget=budget, jobs=jobs, seed=seed,
                    preset_name=preset, options=options, progress=lambda done, total, strategy: setattr(job, "progress", (done, total, strategy)),
                    store=store, name=label or name, study=name).stored_id
+
+
+def status(job: Job) -> tuple[float, str]:
+    """The progress bar's fraction and text: a 'Starting' sentence before the first runs end, then
+    'N/M runs (strategy X)' with an estimate of the time left."""
+    if not isinstance(job.progress, tuple):
+        return 0.0, str(job.progress or STARTING)
+    done, total, strategy = job.progress
+    eta = job.eta_seconds(done / total)
+    return done / total, f"{done}/{total} runs (strategy {strategy})" + (f" — about {eta:.0f} s left" if eta else "")
 
 
 if submitted:
@@ -93,9 +111,8 @@ def live() -> None:
     if job is None:
         return
     if job.running:
-        done, total, strategy = job.progress or (0, 1, "")
-        eta = job.eta_seconds(done / total)
-        st.progress(done / total, text=f"{done}/{total} runs ({strategy})" + (f" — about {eta:.0f} s left" if eta else ""))
+        fraction, text = status(job)
+        st.progress(fraction, text=text)
         st.session_state["_cmp_was_running"] = True
     elif st.session_state.pop("_cmp_was_running", False):
         if job.error:
@@ -103,7 +120,7 @@ def live() -> None:
         else:
             st.session_state["cmp_open"] = job.result
             flash(f"Comparison saved (id {job.result}).")
-        st.rerun()
+        st.rerun()  # the whole page, so the new comparison replaces the one shown before
 
 
 job = get_job(job_key)
@@ -117,8 +134,10 @@ if saved.empty:
     st.stop()
 st.subheader("Saved comparisons")
 options = saved["id"].tolist()
-opened = st.session_state.get("cmp_open")
-choice = st.selectbox("Open", options, index=options.index(opened) if opened in options else 0,
+opened = st.session_state.pop("cmp_open", None)
+if opened in options:  # a comparison just finished: open it, whatever was open before
+    st.session_state["cmp_open_select"] = opened
+choice = st.selectbox("Open", options,
                       format_func=lambda i: f"#{i} {saved.set_index('id').loc[i, 'name']} "
                                             f"({saved.set_index('id').loc[i, 'created_at']:%Y-%m-%d %H:%M})",
                       key="cmp_open_select")
@@ -127,17 +146,20 @@ summary = summary_table(comparison)
 paper = st.checkbox("Show the paper's Laplacian figures beside ours", value="time_per_pixel" in name.lower()
                     or "laplacian" in name.lower(), key="cmp_paper")
 shown = with_paper(summary) if paper else summary
-st.dataframe(shown.style.format(precision=3, na_rep=""), hide_index=True, width="stretch", key="cmp_table")
+headers = {column: header(column) for column in shown.columns}  # words on screen, snake_case in the data
+st.dataframe(shown.style.format(precision=3, na_rep=""), hide_index=True, width="stretch", key="cmp_table",
+             column_config={column: st.column_config.Column(label, help=tip) for column, (label, tip) in headers.items()})
 st.caption(f"{record['params']['reps']} repetitions, budget {record['params']['budget']}, seed "
            f"{record['params']['seed']}. Slowdown = the returned configuration's value ÷ the table's optimum.")
 
 runs = record["runs"]
+colours = strategy_colours(comparison.strategies)  # one colour per strategy, the same in every figure
 hist_tab, ecdf_tab, curve_tab, scatter_tab = st.tabs(["Histograms", "ECDF", "Best so far", "Budget vs slowdown"])
 with hist_tab:
-    st.plotly_chart(histogram_figure(histogram_data(runs)), width="stretch", key="cmp_hist")
+    st.plotly_chart(histogram_figure(histogram_data(runs), colours=colours), width="stretch", key="cmp_hist")
 with ecdf_tab:
-    st.plotly_chart(ecdf_figure(ecdf_data(runs)), width="stretch", key="cmp_ecdf")
+    st.plotly_chart(ecdf_figure(ecdf_data(runs), colours=colours), width="stretch", key="cmp_ecdf")
 with curve_tab:
-    st.plotly_chart(best_so_far_figure(best_so_far_data(runs)), width="stretch", key="cmp_curve")
+    st.plotly_chart(best_so_far_figure(best_so_far_data(runs), colours=colours), width="stretch", key="cmp_curve")
 with scatter_tab:
-    st.plotly_chart(budget_slowdown_figure(*budget_slowdown_data(runs)), width="stretch", key="cmp_scatter")
+    st.plotly_chart(budget_slowdown_figure(*budget_slowdown_data(runs), colours=colours), width="stretch", key="cmp_scatter")

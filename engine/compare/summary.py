@@ -16,6 +16,31 @@ from engine.compare.run import Comparison
 
 COLUMNS = ["strategy", "runs", "mean", "min", "max", "median", "budget_mean", "budget_max", "failed"]
 
+#: What a person reads over each column (the stored frame keeps its short snake_case names): a
+#: short header, so thirteen columns fit the table, and the longer meaning for its tooltip.
+HEADERS: dict[str, tuple[str, str]] = {
+    "strategy": ("Strategy", "The search strategy replayed on the table"),
+    "runs": ("Runs", "Repetitions of the strategy"),
+    "mean": ("Mean slowdown", "Mean slowdown of the returned configuration (× the table's optimum)"),
+    "min": ("Min", "Smallest slowdown over the runs"),
+    "max": ("Max", "Largest slowdown over the runs"),
+    "median": ("Median", "Median slowdown over the runs"),
+    "budget_mean": ("Mean budget", "Mean number of measurements a run used"),
+    "budget_max": ("Max budget", "Most measurements a run used"),
+    "failed": ("Failed", "Runs that found no valid configuration (left out of the slowdowns)"),
+    "paper_mean": ("Paper mean", "The paper's mean slowdown for this strategy"),
+    "mean_ratio": ("Mean ÷ paper", "Our mean slowdown ÷ the paper's"),
+    "paper_budget_mean": ("Paper budget", "The paper's mean budget for this strategy"),
+    "budget_ratio": ("Budget ÷ paper", "Our mean budget ÷ the paper's"),
+}
+
+
+def header(column: str) -> tuple[str, str]:
+    """(header, tooltip) for a summary column; an unknown snake_case name reads as words ("best_slowdown"
+    -> "Best slowdown") rather than running off the table."""
+    words = column.replace("_", " ").strip()
+    return HEADERS.get(column, (words[:1].upper() + words[1:], words))
+
 #: The paper's Laplacian table (complete_1000.csv, docs/dlmt.md §4.5): mean/min/max/median slowdown, budget mean/max.
 PAPER_LAPLACIAN = pd.DataFrame(
     [
