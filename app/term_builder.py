@@ -85,9 +85,11 @@ def term_builder(space: Space, key: str, initial: str | None = None, response: s
         st.session_state[text_key] = to_formula(updated, response)
     st.text_input("Formula", key=text_key, on_change=from_text,
                   help="R-style: `~ x1 + x3 + I(x8^2) + I(1/x) + x1:x3`. Edit it here or with the checkboxes.")
-    if error := st.session_state.get(f"{key}_error"):
-        st.error(error)
     if len(numeric) < len(space.factors):
         st.caption("Quadratic, cubic and inverse terms need numeric factors (categorical and boolean ones are linear only).")
+    if error := st.session_state.get(f"{key}_error"):
+        # said once, here; what follows keeps the last formula that parsed, as the checkboxes show it
+        st.error(f"{error} — the model below stays the last valid one.")
+        return to_formula(updated, response)
     formula: str = st.session_state[text_key]
     return formula

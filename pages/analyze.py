@@ -112,7 +112,7 @@ cols[0].metric("Measurements", summary.n)
 cols[1].metric("R²", f"{summary.r_squared:.3f}")
 cols[2].metric("Adjusted R²", f"{summary.adj_r_squared:.3f}")
 cols[3].metric("Residual df", summary.df_residual)
-cols[4].metric("Transform", summary.transform)
+cols[4].metric("Transform", result.model.transform_.short_label, help=f"Response transform: {summary.transform}")
 
 
 def _colour(p: float) -> str:

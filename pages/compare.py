@@ -48,7 +48,7 @@ catalogue = {row["name"]: row for row in describe()}
 runnable = [n for n, row in catalogue.items() if row["available"]]
 with st.form("cmp_form"):
     chosen = st.multiselect("Strategies", runnable, default=[s for s in DEFAULT_STRATEGIES if s in runnable],
-                            key="cmp_strategies", help="\n".join(f"{n}: {row['summary']}" for n, row in catalogue.items()))
+                            key="cmp_strategies", help="\n".join(f"- **{n}**: {row['summary']}" for n, row in catalogue.items()))
     a, b, c, d = st.columns(4)
     reps = a.number_input("Repetitions", 1, 5000, 20, key="cmp_reps")
     budget = b.number_input("Budget (measurements)", 1, 100_000, 125, key="cmp_budget")

@@ -127,3 +127,26 @@ def test_run_shows_a_status_from_the_first_instant_and_fresh_pending_counts_afte
     assert seen_cancel or done
     page.get_by_text("Done: 8 results stored").wait_for(timeout=60_000)
     expect(picked(page, "Design")).to_have_value(re.compile(r", 0 pending$"))
+
+
+def test_internals_stay_inside_metrics_fit_a_bad_formula_is_said_once_and_tooltips_keep_their_lines(server, page):
+    page.goto(f"{server}/analyze?study={quote(GRID)}")
+    wait_ready(page)
+    metric = page.locator("[data-testid='stMetric']", has_text="Transform").locator("[data-testid='stMetricValue']")
+    expect(metric).to_have_text(re.compile(r"^(log|none|λ = -?[\d.e+-]+)$"))  # not "bcPower(lambda=…" cut short
+    assert metric.evaluate("e => e.scrollWidth <= e.clientWidth")
+    box = page.get_by_role("textbox", name="Formula").first
+    box.fill("time ~ a +")
+    box.press("Enter")
+    wait_ready(page)
+    alerts = page.locator("[data-testid='stAlert']")
+    expect(alerts.first).to_contain_text("the model below stays the last valid one")
+    assert alerts.count() == 1 and "Traceback" not in page.content()
+    page.get_by_role("link", name="Compare").click()
+    wait_ready(page)
+    help_icon = page.locator("[data-testid='stWidgetLabel']", has_text="Strategies").locator(
+        "[data-testid='stTooltipHoverTarget']")
+    help_icon.hover()
+    tooltip = page.locator("[data-testid='stTooltipContent']")
+    expect(tooltip).to_be_visible()
+    assert tooltip.locator("li").count() >= 5  # one line per strategy, not one run-on paragraph

@@ -50,6 +50,11 @@ class Transform:
             return "log"
         return f"bcPower(lambda={self.lam:.6g})"
 
+    @property
+    def short_label(self) -> str:
+        """What fits a narrow metric: ``none``, ``log`` or ``λ = 0.333``."""
+        return self.label if self.lam is None or abs(self.lam) <= LOG_THRESHOLD else f"λ = {self.lam:.3g}"
+
     def apply(self, y: np.ndarray) -> np.ndarray:
         """car's ``bcPower(y, λ)`` without the Jacobian: ``(y^λ − 1)/λ``, or ``log y``."""
         y = np.asarray(y, dtype=float)
