@@ -93,3 +93,28 @@ def term_builder(space: Space, key: str, initial: str | None = None, response: s
         return to_formula(updated, response)
     formula: str = st.session_state[text_key]
     return formula
+
+
+def _apply(key: str, space: Space, formula: str) -> None:
+    st.session_state[f"{key}_formula"] = formula
+    st.session_state[f"{key}_choice"] = from_formula(formula, space)
+    st.session_state[f"{key}_version"] = st.session_state.get(f"{key}_version", 0) + 1
+    st.session_state.pop(f"{key}_error", None)
+
+
+def replace_formula(key: str, space: Space, formula: str) -> None:
+    """Set the builder ``key`` to ``formula`` (a button's callback: before the widgets are drawn),
+    remembering the formula it replaces for :func:`undo_formula`."""
+    st.session_state.setdefault(f"{key}_history", []).append(st.session_state[f"{key}_formula"])
+    _apply(key, space, formula)
+
+
+def undo_formula(key: str, space: Space) -> None:
+    """Back to the formula before the last :func:`replace_formula` (a button's callback)."""
+    history = st.session_state.get(f"{key}_history") or []
+    if history:
+        _apply(key, space, history.pop())
+
+
+def can_undo(key: str) -> bool:
+    return bool(st.session_state.get(f"{key}_history"))

@@ -14,6 +14,7 @@ from app.components import (
     study_picker,
 )
 from app.decision_widgets import fix_editor, next_model_input, tuning_review
+from app.effect_summary import effect_summary_panel
 from app.state import get_store
 from app.term_builder import term_builder
 from engine.analysis import analyze, coefficient_table, plots, propose_decision
@@ -65,6 +66,11 @@ def decisions_log() -> None:
         st.dataframe(log, hide_index=True, width="stretch", key="decisions_log",
                      column_config={"reasons": st.column_config.TextColumn(width="large"),
                                     "note": st.column_config.TextColumn(width="medium")})
+        if st.button("Withdraw last decision", key="withdraw_decision",
+                     help="It stays in the log, marked withdrawn; the study goes back to the step before it."):
+            with guard():
+                flash(f"Decision {session.withdraw_last_decision()} withdrawn.")
+                st.rerun()
 
 
 STEP_HINT = ("Build this step's design on the **Design** page and measure it on **Run**, or untick 'continue' "
@@ -77,15 +83,17 @@ if len(data) < 2:
                 "or pick other measurements.")
     decisions_log()
     st.stop()
-initial = designs.set_index("id").loc[design_id, "formula"] if design_id is not None else continued_formula
+designed_for = [f for f in designs["formula"] if isinstance(f, str) and f]  # the models designs were built for
+initial = (designs.set_index("id").loc[design_id, "formula"] if design_id is not None
+           else continued_formula or (designed_for[-1] if designed_for else None))
 initial = (f"{spec.objective} ~ {initial.split('~', 1)[-1].strip()}" if isinstance(initial, str) and initial
            else initial_formula(spec, data))
 
 left, right = st.columns([3, 2])
 with left:
     st.subheader("Model terms")
-    formula = term_builder(spec.space, key=f"analyze_terms_{study.id}_{design_id}_{step or 0}", initial=initial,
-                           response=spec.objective)
+    builder = f"analyze_terms_{study.id}_{design_id}_{step or 0}"
+    formula = term_builder(spec.space, key=builder, initial=initial, response=spec.objective)
 with right:
     st.subheader("Options")
     transform = st.selectbox("Transform of the response", list(TRANSFORMS), key=f"analyze_transform_{study.id}",
@@ -129,10 +137,12 @@ def _colour(p: float) -> str:
     return ""
 
 
+anova_table = result.anova
+effect_summary_panel(result.model, anova_table, spec.space, builder)
+
 st.subheader(f"ANOVA (Type {'I' * anova_type})")
 st.caption("Each row tests one term. Small p (green, with stars) means the term explains the response beyond "
            "noise; `***` p < 0.001, `**` < 0.01, `*` < 0.05, `.` < 0.1.")
-anova_table = result.anova
 colours = [_colour(p) for p in anova_table["Pr(>F)"]]
 st.dataframe(readable_table(anova_table).style.apply(lambda _: colours, subset=["Pr(>F)"]), hide_index=True,
              width="stretch", key="anova_table")

@@ -141,4 +141,11 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE decisions ADD COLUMN note VARCHAR;
         """,
     ),
+    (
+        4,
+        "a decision can be withdrawn (kept in the log, no longer applied)",
+        """
+        ALTER TABLE decisions ADD COLUMN withdrawn_at TIMESTAMP;
+        """,
+    ),
 ]

@@ -485,6 +485,11 @@ class Store:
              explanation, _json(evidence if evidence is not None else {}), note or None],
         ))
 
+    def withdraw_decision(self, study: StoredStudy, decision_id: int) -> None:
+        """Mark a decision withdrawn: it stays in the log, with when, and no longer applies."""
+        self._exec("UPDATE decisions SET withdrawn_at = current_timestamp WHERE study_id = ? AND id = ?",
+                   [study.id, decision_id])
+
     def decisions(self, name: str) -> pd.DataFrame:
         study = self.get_study(name)
         return self._df("SELECT * FROM decisions WHERE study_id = ? ORDER BY id", [study.id])

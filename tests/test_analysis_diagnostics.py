@@ -131,3 +131,18 @@ def test_figures_are_drawn_from_the_data(pb, unbalanced):
     figure = plots.boxcox_figure(curve, lap_model.power_)
     assert curve["loglik"].idxmax() == np.argmin(np.abs(curve["lambda"] - lap_model.power_.lambda_))
     np.testing.assert_allclose(figure.data[0].y, curve["loglik"])
+
+
+def test_the_effect_summary_ranks_terms_by_logworth_and_pruning_keeps_the_rest(pb):
+    from engine.analysis.effects import effect_summary, formula_without
+
+    _, model = pb
+    table = anova(model, 1)
+    summary = effect_summary(model, table)
+    assert sorted(summary["term"]) == sorted(t.display for t in model.terms_)
+    assert np.all(np.diff(summary["LogWorth"].to_numpy()) <= 0)
+    p = table.set_index("term")["Pr(>F)"]
+    np.testing.assert_allclose(summary["LogWorth"], -np.log10(p[summary["term"]].to_numpy()))
+    weakest = summary["term"].iloc[-1]
+    pruned = LinearModel(formula_without(model, [weakest])).fit(model.data_.assign(Y=model.y_raw_))
+    assert [t.display for t in pruned.terms_] == [t.display for t in model.terms_ if t.display != weakest]

@@ -110,3 +110,41 @@ def test_a_factor_left_out_of_the_model_is_not_determined_on_analyze_nor_exporte
     exported = json.loads(code.inner_text())
     assert exported["undetermined"] == ["x2"] and "x2" not in exported["configuration"]
     assert {"x1", "x5", "x7"} <= set(exported["configuration"])  # fixed by the decisions: kept
+
+
+def test_the_effect_summary_prunes_the_least_significant_term_and_undo_brings_it_back(server, page):
+    page.goto(server + "/analyze")
+    wait_ready(page)
+    carry_on = page.get_by_text("continue from the decisions log")
+    if carry_on.count():  # every measurement, the full model
+        carry_on.click()
+        wait_ready(page)
+    weakest = page.get_by_role("button", name=re.compile(r"^Remove .+ \(least significant\)$"))
+    term = re.match(r"Remove (.+) \(least", weakest.inner_text()).group(1)
+    cells = "[...document.querySelectorAll(\"[role='gridcell']\")].filter(c => c.innerText.trim() === '%s').length"
+    before = page.evaluate(f"() => {cells % term}")
+    assert before >= 2  # a row of the effect summary and one of the ANOVA table
+    undo = page.get_by_role("button", name="Undo")
+    expect(undo).to_be_disabled()
+    weakest.click()
+    wait_ready(page)
+    page.wait_for_function(f"() => {cells % term} === 0")
+    expect(page.get_by_role("textbox", name="Formula").first).not_to_have_value(re.compile(rf"\b{re.escape(term)}\b"))
+    expect(undo).to_be_enabled()
+    undo.click()
+    wait_ready(page)
+    page.wait_for_function(f"() => {cells % term} === {before}")
+    expect(undo).to_be_disabled()
+
+
+def test_withdrawing_the_last_decision_keeps_it_in_the_log_and_steps_back(server, page):
+    page.goto(server + "/analyze")
+    wait_ready(page)
+    carry_on = page.get_by_text(re.compile(r"^Step \d+: continue from the decisions log"))
+    step = int(re.match(r"Step (\d+)", carry_on.inner_text()).group(1))
+    page.get_by_role("button", name="Withdraw last decision").click()
+    page.get_by_text(re.compile(r"Decision \d+ withdrawn")).wait_for()
+    wait_ready(page)
+    grid_cell(page, "withdrawn").wait_for(state="attached")
+    expect(page.get_by_text(re.compile(r"^Step \d+: continue from the decisions log"))).to_contain_text(
+        f"Step {step - 1}:")

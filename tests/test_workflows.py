@@ -90,3 +90,20 @@ def test_bench_and_the_compare_workflow_apply_the_same_preset(db_path, tmp_path)
     result = run_cli("bench", "--table", "grid", "--strategies", "RS,GA", "--reps", "3", "--budget", "6", "--jobs", "1",
                      "--seed", "5", "--json", db=db_path, check=True)
     assert json.loads(result.stdout)["strategies"] == summary_records(done.summary)
+
+
+def test_a_withdrawn_decision_stays_in_the_log_and_no_longer_applies(db_path):
+    with Store(db_path) as store:
+        seed_demo_studies(store)
+        session = StudySession(store, TOY_STUDY)
+        with pytest.raises(UserError, match="no applied decision to withdraw"):
+            session.withdraw_last_decision()
+        _accept_a_decision(store)
+        applied = session.next_step()
+        assert applied.fixed and applied.step == 2
+        withdrawn = session.withdraw_last_decision()
+        assert session.next_step().fixed == {} and session.next_step().step == 1
+        log = session.decisions_log()
+        assert log.set_index("id").loc[withdrawn, "outcome"].endswith(", withdrawn")
+        with pytest.raises(UserError, match="no applied decision"):
+            session.withdraw_last_decision()

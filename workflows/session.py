@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from engine.analysis.study_data import NextStep, analysis_frame, candidate_set, next_step, readable_log
+from engine.analysis.study_data import (
+    NextStep,
+    analysis_frame,
+    candidate_set,
+    last_applied,
+    next_step,
+    readable_log,
+)
 from engine.errors import UserError, brief
 from engine.execution import Campaign, Progress, review, stored_repeats
 from engine.execution.tuning import TuningResult, candidates_for, stored_results, tune
@@ -186,6 +193,15 @@ class StudySession:
         result = tune(searcher, Campaign(self.runner(), space=self.spec.space), record, log, stored=stored,
                       review=ask_person)
         return Tuned(searcher.name, searcher.step, result, searcher.pending_decision)
+
+    def withdraw_last_decision(self) -> int:
+        """Withdraw the latest decision taken on the Analyze page (or ``tunelab decide``'s analysis
+        decisions): it stays in the log, marked, and the study goes back to the step before it."""
+        decision = last_applied(self.store.decisions(self.name), kind="fix-factors")
+        if decision is None:
+            raise UserError(f"study '{self.name}': no applied decision to withdraw")
+        self.store.withdraw_decision(self.study, decision)
+        return decision
 
     def decisions_log(self) -> pd.DataFrame:
         """Every decision of the study as a person reads it (fix, next model, note, reasons)."""

@@ -23,7 +23,7 @@ from engine.analysis.data import AnalysisError
 from engine.analysis.fit import LinearModel, fit_summary
 from engine.analysis.prediction import Validity, predict, predicted_minimum
 from engine.io.jsonable import jsonable
-from engine.model.formula import FormulaError, parse
+from engine.model.formula import FormulaError, formula_text, parse
 
 #: How a decision stands: proposed, then settled by a person (or ``by="auto"``).
 OUTCOMES = ("proposed", "accepted", "edited", "rejected")
@@ -62,7 +62,7 @@ class Decision:
         if not model:  # a record from before the model was kept in the evidence
             return str(self.proposed["formula"])
         kept = [term for term, variables in model["terms"] if not set(variables) & set(fix)]
-        return _formula_of(model["response"], kept, model["intercept"])
+        return formula_text(model["response"], kept, model["intercept"])
 
     def edit(
         self,
@@ -158,7 +158,7 @@ def propose_decision(
             reasons.setdefault(variable, row)
     fix = {v: jsonable(best[v]) for v in model.variables_ if v in reasons}
     terms = [(t.display, sorted(t.variables)) for t in model.terms_]
-    formula = _formula_of(model.response_, [t for t, variables in terms if not set(variables) & set(fix)],
+    formula = formula_text(model.response_, [t for t, variables in terms if not set(variables) & set(fix)],
                           model.formula_.has_intercept)
     explanation = tuple(_reason(model, v, reasons[v], best, candidates) for v in fix) or (
         f"no term has p < {threshold:g}: nothing to fix; the model stays as it is",
@@ -181,11 +181,6 @@ def propose_decision(
             }
         ),
     )
-
-
-def _formula_of(response: str, terms: Sequence[str], intercept: bool) -> str:
-    """``response ~ terms`` (``~ 1`` when none is left; ``- 1`` kept from a model without intercept)."""
-    return f"{response} ~ " + (" + ".join(terms) + ("" if intercept else " - 1") if terms else "1")
 
 
 def _intercept_only(formula: str, columns: Sequence[str]) -> bool:

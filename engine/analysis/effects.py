@@ -23,6 +23,7 @@ from engine.analysis.data import AnalysisError
 from engine.analysis.fit import LinearModel
 from engine.analysis.labels import stars
 from engine.analysis.prediction import candidate_matrix, predict
+from engine.model.formula import formula_text
 
 #: Largest grid of categorical levels a mean averages over; beyond it, those factors sit at their mode.
 MAX_GRID = 2_000
@@ -124,6 +125,23 @@ def strongest_pair(model: LinearModel, anova_table: pd.DataFrame) -> tuple[str, 
             return first, second
     order = list(dict.fromkeys(v for term in ranked for v in sorted(term.variables)))
     return order[0], order[1]
+
+
+def effect_summary(model: LinearModel, anova_table: pd.DataFrame) -> pd.DataFrame:
+    """JMP's effect summary: one row per model term with its LogWorth (−log10 p; 2 is p = 0.01), most
+    significant first — what a person prunes from, one term at a time."""
+    p = anova_table.set_index("term")["Pr(>F)"]
+    rows = [(t.display, float(p.get(t.display, np.nan))) for t in model.terms_]
+    table = pd.DataFrame(rows, columns=["term", "Pr(>F)"])
+    table["LogWorth"] = -np.log10(table["Pr(>F)"].clip(lower=np.finfo(float).tiny))
+    return table.sort_values("LogWorth", ascending=False, kind="stable", na_position="last")[
+        ["term", "LogWorth", "Pr(>F)"]].reset_index(drop=True)
+
+
+def formula_without(model: LinearModel, terms: Sequence[str]) -> str:
+    """The model's formula less ``terms`` (R-style display names), intercept kept as it was."""
+    kept = [t.display for t in model.terms_ if t.display not in set(terms)]
+    return formula_text(model.response_, kept, model.formula_.has_intercept)
 
 
 def effect_screening(model: LinearModel) -> pd.DataFrame:

@@ -53,12 +53,32 @@ class NextStep:
     step: int
 
 
+#: Outcomes that change the study: their fixes and models hold for the steps after them.
+APPLIED = ("accepted", "edited", "auto")
+
+
+def applied_rows(decisions: pd.DataFrame) -> pd.Series:
+    """Which log rows still apply: accepted, edited or automatic, and not withdrawn since."""
+    applied = decisions["outcome"].isin(APPLIED)
+    if "withdrawn_at" in decisions:
+        applied &= decisions["withdrawn_at"].isna()
+    return applied
+
+
+def last_applied(decisions: pd.DataFrame, kind: str | None = None) -> int | None:
+    """The id of the latest decision that still applies (of ``kind``, when given), or None."""
+    rows = decisions[applied_rows(decisions)] if len(decisions) else decisions
+    if kind is not None and len(rows):
+        rows = rows[rows["kind"] == kind]
+    return int(rows["id"].iloc[-1]) if len(rows) else None
+
+
 def next_step(decisions: pd.DataFrame) -> NextStep:
     """Fold the decisions log (``Store.decisions``): every accepted or edited decision fixes its factors
     (a later one overrides an earlier one) and hands its model to the next step; rejections change nothing."""
     fixed: dict[str, Any] = {}
     formula = None
-    applied = decisions[decisions["outcome"].isin(["accepted", "edited", "auto"])] if len(decisions) else decisions
+    applied = decisions[applied_rows(decisions)] if len(decisions) else decisions
     for text in applied.get("chosen", pd.Series(dtype=object)):
         chosen = json.loads(text) if isinstance(text, str) else None
         if chosen:
@@ -80,7 +100,8 @@ def readable_log(decisions: pd.DataFrame) -> pd.DataFrame:
         fix = (chosen or {}).get("fix") or {}
         note = record.get("note")
         rows.append({
-            "id": record["id"], "step": record.get("step"), "outcome": record["outcome"], "by": record["actor"],
+            "id": record["id"], "step": record.get("step"), "by": record["actor"],
+            "outcome": record["outcome"] + (", withdrawn" if pd.notna(record.get("withdrawn_at")) else ""),
             "fixed": ", ".join(f"{k} = {v}" for k, v in fix.items()) if chosen else "",
             "next model": (chosen or {}).get("formula") or "",
             "note": note if isinstance(note, str) else "",

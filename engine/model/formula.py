@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -163,6 +163,11 @@ class ParsedFormula:
     @property
     def rhs(self) -> str:
         return " + ".join(self.terms) if self.terms else "1"
+
+
+def formula_text(response: str, terms: Sequence[str], intercept: bool = True) -> str:
+    """``response ~ terms`` (``~ 1`` when none is left; ``- 1`` kept from a model without intercept)."""
+    return f"{response} ~ " + (" + ".join(terms) + ("" if intercept else " - 1") if terms else "1")
 
 
 def parse(formula: str, columns: Iterable[str]) -> ParsedFormula:
