@@ -15,15 +15,17 @@ from app.components import (
 )
 from app.decision_widgets import fix_editor, next_model_input, tuning_review
 from app.effect_summary import effect_summary_panel
+from app.model_views import explore_panel, profiler_panel
 from app.state import get_store
 from app.term_builder import term_builder
-from engine.analysis import analyze, coefficient_table, plots, propose_decision
+from engine.analysis import analyze, coefficient_table, plots, predicted_minimum, propose_decision
 from engine.analysis.diagnostics import qq_data, residual_diagnostics
 from engine.analysis.display import readable_table
 from engine.analysis.effects import effect_screening, interaction_effects, main_effects, strongest_pair
 from engine.analysis.options import TRANSFORMS, default_transform, nonpositive_warning
 from engine.analysis.prediction import undetermined_factors
 from engine.analysis.study_data import initial_formula, restrict
+from engine.io.report_html import progress_data
 from workflows import StudySession
 from workflows.session import decision_fix_text
 
@@ -155,7 +157,9 @@ with st.expander("Coefficients and tests"):
         st.write(f"Box-Cox λ = {p.lambda_:.4g} (SE {p.se:.3g}); car's rounded λ = {p.lambda_rounded:g}.")
     st.write(f"AIC {summary.aic:.5g}, BIC {summary.bic:.5g}, σ = {summary.sigma:.4g}.")
 
-diag_tab, effects_tab = st.tabs(["Diagnostics", "Effects"])
+best_point = predicted_minimum(result.model, candidates).point
+strongest = strongest_pair(result.model, anova_table)
+diag_tab, effects_tab, profiler_tab, explore_tab = st.tabs(["Diagnostics", "Effects", "Profiler", "Explore"])
 with diag_tab:
     diagnostics = residual_diagnostics(result.model)
     a, b = st.columns(2)
@@ -168,13 +172,18 @@ with effects_tab:
     a.plotly_chart(plots.main_effects_figure(main_effects(result.model)), width="stretch")
     b.plotly_chart(plots.half_normal_figure(effect_screening(result.model)), width="stretch")
     varying = [v for v in result.model.variables_ if data[v].nunique() > 1]
-    strongest = strongest_pair(result.model, anova_table)
     if len(varying) >= 2 and strongest:
         pair = st.multiselect("Interaction plot of", varying, max_selections=2, key=f"ia_pair_{'_'.join(strongest)}",
                               default=[v for v in strongest if v in varying] or varying[:2],
                               help="Starts from the most significant two-factor term (else the two strongest factors).")
         if len(pair) == 2:
             st.plotly_chart(plots.interaction_figure(interaction_effects(result.model, *pair)), width="stretch")
+with profiler_tab:
+    if result.model.variables_:
+        profiler_panel(result.model, best_point, spec.objective, key=f"profiler_{builder}")
+with explore_tab:
+    explore_panel(result.model, anova_table, progress_data(spec, session.results()), data, best_point, strongest,
+                  spec.objective, key=f"explore_{builder}")
 
 st.subheader("Decision")
 decision = None

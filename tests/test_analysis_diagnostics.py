@@ -146,3 +146,24 @@ def test_the_effect_summary_ranks_terms_by_logworth_and_pruning_keeps_the_rest(p
     weakest = summary["term"].iloc[-1]
     pruned = LinearModel(formula_without(model, [weakest])).fit(model.data_.assign(Y=model.y_raw_))
     assert [t.display for t in pruned.terms_] == [t.display for t in model.terms_ if t.display != weakest]
+
+
+def test_the_profiler_importance_and_surface_follow_the_model():
+    from engine.analysis.exploration import importance, profile, surface
+
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"a": rng.choice([1, 2, 16], 60), "b": rng.choice([1, 2], 60), "c": rng.choice(["p", "q"], 60)})
+    frame["y"] = 3.0 * frame["a"] + 0.5 * frame["b"] + rng.normal(0, 0.2, 60)
+    model = LinearModel("y ~ a + b + c").fit(frame)
+    at = {"a": 2, "b": 1, "c": "q"}
+    panels = profile(model, at)
+    assert list(panels.loc[panels["factor"] == "a", "level"]) == [1, 2, 16]
+    here = panels[panels["current"]]
+    assert len(here) == 3 and here["predicted"].nunique() == 1  # every panel crosses at the current setting
+    assert (panels["lower"] < panels["predicted"]).all() and (panels["predicted"] < panels["upper"]).all()
+    a16 = panels[(panels["factor"] == "a") & (panels["level"] == 16)]["predicted"].iloc[0]
+    assert a16 - here["predicted"].iloc[0] == pytest.approx(42.0, abs=0.5)  # 3 per unit of a, 14 units
+    shares = importance(model, anova(model, 1))
+    assert shares["factor"].iloc[0] == "a" and shares["share"].sum() == pytest.approx(1.0)
+    grid = surface(model, "a", "b", at)
+    assert len(grid) == 6 and grid.loc[(grid["a"] == 16) & (grid["b"] == 2), "predicted"].iloc[0] > 40

@@ -150,3 +150,28 @@ def test_internals_stay_inside_metrics_fit_a_bad_formula_is_said_once_and_toolti
     tooltip = page.locator("[data-testid='stTooltipContent']")
     expect(tooltip).to_be_visible()
     assert tooltip.locator("li").count() >= 5  # one line per strategy, not one run-on paragraph
+
+
+def test_the_profiler_follows_its_sliders_and_explore_draws_the_optuna_views(server, page):
+    page.goto(f"{server}/analyze?study={quote(TOY_STUDY)}")
+    wait_ready(page)
+    page.get_by_role("tab", name="Profiler").click()
+    title = page.locator(".js-plotly-plot .gtitle", has_text="Prediction profiler")
+    expect(title).to_be_visible()
+    here = page.locator("[data-testid='stMetric']", has_text="Predicted y here").locator("[data-testid='stMetricValue']")
+    before = here.inner_text()
+    slider = page.get_by_role("tabpanel", name="Profiler").get_by_role("slider").first
+    slider.focus()
+    slider.press("End")  # the first factor to its last level, or to its first if it was there
+    wait_ready(page)
+    if here.inner_text() == before:
+        slider.press("Home")
+        wait_ready(page)
+    expect(here).not_to_have_text(before)
+    stars = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
+        .filter(p => (p.layout.title.text || '').includes('profiler'))
+        .flatMap(p => p.data.filter(t => t.marker && t.marker.symbol === 'star')).length""")
+    assert stars >= 1  # the predicted best is marked
+    page.get_by_role("tab", name="Explore").click()
+    for name in ("History", "Importance", "parallel coordinates", "Predicted y over"):
+        expect(page.locator(".js-plotly-plot .gtitle", has_text=name).first).to_be_attached()

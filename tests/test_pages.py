@@ -100,11 +100,13 @@ def test_analyze_page_fits_explains_and_logs_an_accepted_decision(app_db):
     name = _measured_toy(app_db)
     at = page("analyze.py").run()
     assert not at.exception and not at.error
-    terms = at.dataframe[0].value["term"].tolist()
+    summary, anova = at.dataframe[0].value, at.dataframe[1].value  # the effect summary, then the ANOVA table
+    assert list(summary["LogWorth"]) == sorted(summary["LogWorth"], reverse=True)
+    terms = anova["term"].tolist()
     assert terms[:3] == ["x1", "x2", "x3"] and terms[-1] == "Residuals"
     # untick x2's linear term: the ANOVA table loses its row and the formula follows
     [c for c in at.checkbox if c.label == "linear x2"][0].uncheck().run()
-    assert "x2" not in at.dataframe[0].value["term"].tolist()
+    assert "x2" not in at.dataframe[1].value["term"].tolist()
     assert "x2" not in [t for t in at.text_input if t.label == "Formula"][0].value
     explanation = " ".join(m.value for m in at.markdown)
     assert "x5: F =" in explanation and "fix at -1.0" in explanation  # the strongest effect, fixed at its best

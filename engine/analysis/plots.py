@@ -120,3 +120,82 @@ def boxcox_figure(profile: pd.DataFrame, power: PowerTransformResult | None = No
         fig.add_vline(x=power.lambda_, line_dash="dash")
         fig.add_vrect(x0=power.wald_lower, x1=power.wald_upper, opacity=0.15, line_width=0)
     return _layout(fig, "Box-Cox profile log-likelihood", "lambda", "log-likelihood")
+
+
+def profiler_figure(profile: pd.DataFrame, objective: str, best: dict[str, Any] | None = None) -> go.Figure:
+    """JMP's prediction profiler: one panel per factor, the predicted response and its band as the
+    factor moves; the current setting marked (red), the predicted best (a star) when given."""
+    factors = list(dict.fromkeys(profile["factor"]))
+    fig = make_subplots(rows=1, cols=max(len(factors), 1), shared_yaxes=True, subplot_titles=factors)
+    for i, factor in enumerate(factors, start=1):
+        part = profile[profile["factor"] == factor]
+        levels = [str(v) for v in part["level"]]
+        fig.add_trace(go.Scatter(x=levels, y=part["upper"], mode="lines", line={"width": 0}, hoverinfo="skip"),
+                      row=1, col=i)
+        fig.add_trace(go.Scatter(x=levels, y=part["lower"], mode="lines", line={"width": 0}, fill="tonexty",
+                                 fillcolor="rgba(76,120,168,0.2)", hoverinfo="skip"), row=1, col=i)
+        fig.add_trace(go.Scatter(x=levels, y=part["predicted"], mode="lines+markers", line={"color": "#4c78a8"},
+                                 hovertemplate=f"{factor} = %{{x}}: %{{y:.4g}}<extra></extra>"), row=1, col=i)
+        now = part[part["current"]]
+        fig.add_trace(go.Scatter(x=[str(v) for v in now["level"]], y=now["predicted"], mode="markers",
+                                 marker={"color": "#e45756", "size": 11}, hoverinfo="skip"), row=1, col=i)
+        if best is not None and factor in best:
+            mark = part[[v == best[factor] for v in part["level"]]]
+            fig.add_trace(go.Scatter(x=[str(v) for v in mark["level"]], y=mark["predicted"], mode="markers",
+                                     marker={"symbol": "star", "size": 14, "color": "#f2b701"},
+                                     hovertemplate="predicted best<extra></extra>"), row=1, col=i)
+        fig.update_xaxes(type="category", categoryorder="array", categoryarray=levels, row=1, col=i)
+    fig.update_layout(title=f"Prediction profiler: {objective} (95% CI; red = current, star = predicted best)",
+                      template="plotly_white", showlegend=False)
+    return fig
+
+
+def importance_figure(importance: pd.DataFrame) -> go.Figure:
+    """Horizontal bars: each factor's share of the explained variation."""
+    fig = go.Figure(go.Bar(x=importance["share"], y=importance["factor"], orientation="h",
+                           hovertemplate="%{y}: %{x:.1%}<extra></extra>"))
+    fig = _layout(fig, "Importance (share of the explained sum of squares)", "share", "")
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(tickformat=".0%")
+    return fig
+
+
+def surface_figure(surface: pd.DataFrame, a: str, b: str, objective: str) -> go.Figure:
+    """The predicted response over two factors as a heat map (levels in natural order)."""
+    xs = list(dict.fromkeys(str(v) for v in surface[a]))
+    ys = list(dict.fromkeys(str(v) for v in surface[b]))
+    z = surface["predicted"].to_numpy().reshape(len(xs), len(ys)).T
+    fig = go.Figure(go.Heatmap(x=xs, y=ys, z=z, colorbar={"title": objective},
+                               hovertemplate=f"{a} = %{{x}}, {b} = %{{y}}: %{{z:.4g}}<extra></extra>"))
+    fig = _layout(fig, f"Predicted {objective} over {a} × {b}", a, b)
+    fig.update_xaxes(type="category")
+    fig.update_yaxes(type="category")
+    return fig
+
+
+def parallel_figure(frame: pd.DataFrame, factors: list[str], objective: str) -> go.Figure:
+    """Parallel coordinates of the measured configurations (optuna-dashboard), coloured by the objective;
+    text levels are drawn as their codes."""
+    dimensions = []
+    for factor in [*factors, objective]:
+        column = frame[factor]
+        if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
+            dimensions.append({"label": factor, "values": column.astype(float)})
+        else:
+            codes, labels = pd.factorize(column.astype(str), sort=True)
+            dimensions.append({"label": factor, "values": codes, "tickvals": list(range(len(labels))),
+                               "ticktext": list(labels)})
+    fig = go.Figure(go.Parcoords(line={"color": frame[objective].astype(float), "colorscale": "Viridis",
+                                       "showscale": True}, dimensions=dimensions))
+    fig.update_layout(title="Measured configurations (parallel coordinates)", template="plotly_white")
+    return fig
+
+
+def history_figure(history: pd.DataFrame, objective: str) -> go.Figure:
+    """Every ok measurement in order and the best found so far (optuna-dashboard's history)."""
+    fig = go.Figure([go.Scatter(x=history["order"], y=history["value"], mode="markers", name="measurement"),
+                     go.Scatter(x=history["order"], y=history["best_so_far"], mode="lines", line={"shape": "hv"},
+                                name="best so far")])
+    fig = _layout(fig, f"History: {objective} by measurement", "measurement", objective)
+    fig.update_layout(showlegend=True)
+    return fig

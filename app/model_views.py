@@ -1,0 +1,48 @@
+"""The Analyze page's views of a fitted model: JMP's prediction profiler (a slider per factor) and
+optuna-dashboard's exploration (history, importance, parallel coordinates, a pair's surface)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from engine.analysis import LinearModel, plots
+from engine.analysis.effects import natural_levels
+from engine.analysis.exploration import importance, profile, surface
+
+
+def profiler_panel(model: LinearModel, best: Mapping[str, Any], objective: str, key: str) -> None:
+    """A slider per model factor, starting at the predicted best; the profile follows the sliders."""
+    at: dict[str, Any] = {}
+    grid = st.columns(min(4, max(len(model.variables_), 1)))
+    for i, factor in enumerate(model.variables_):
+        levels = natural_levels(model.data_[factor])
+        start = best.get(factor)
+        at[factor] = grid[i % len(grid)].select_slider(factor, levels, value=start if start in levels else levels[0],
+                                                      key=f"{key}_{factor}")
+    data = profile(model, at)
+    here = data[data["current"]].iloc[0]
+    st.metric(f"Predicted {objective} here", f"{here['predicted']:.4g}",
+              help=f"95% confidence interval {here['lower']:.4g} … {here['upper']:.4g}")
+    st.plotly_chart(plots.profiler_figure(data, objective, dict(best)), width="stretch", key=f"{key}_figure")
+
+
+def explore_panel(model: LinearModel, anova_table: pd.DataFrame, history: pd.DataFrame, data: pd.DataFrame,
+                  best: Mapping[str, Any], pair: tuple[str, str] | None, objective: str, key: str) -> None:
+    """History and importance side by side, then parallel coordinates and the surface of a pair."""
+    left, right = st.columns(2)
+    if len(history):
+        left.plotly_chart(plots.history_figure(history, objective), width="stretch", key=f"{key}_history")
+    right.plotly_chart(plots.importance_figure(importance(model, anova_table)), width="stretch",
+                       key=f"{key}_importance")
+    factors = [f for f in model.variables_ if f in data.columns]
+    st.plotly_chart(plots.parallel_figure(data, factors, objective), width="stretch", key=f"{key}_parallel")
+    if pair is not None:
+        chosen = st.multiselect("Surface of", factors, default=list(pair), max_selections=2, key=f"{key}_pair")
+        if len(chosen) == 2:
+            a, b = chosen
+            st.plotly_chart(plots.surface_figure(surface(model, a, b, best), a, b, objective), width="stretch",
+                            key=f"{key}_surface")
