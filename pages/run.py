@@ -7,7 +7,9 @@ import streamlit as st
 from app.components import guard, show_flash, study_picker
 from app.jobs import Job, get_job, start_job
 from app.state import get_store
+from engine.analysis import plots
 from engine.execution.registry import EXECUTORS
+from engine.io.report_html import progress_data
 from workflows import StudySession
 
 store = get_store()
@@ -128,6 +130,10 @@ if job is not None:
         live()
     else:
         show(job)
+
+history = progress_data(spec, StudySession(store, study.name).results())
+if len(history):
+    st.plotly_chart(plots.history_figure(history, spec.objective), width="stretch", key="run_history")
 
 st.subheader("Design rows")
 rows = store.design_rows(study.name, design_id)

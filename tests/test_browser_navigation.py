@@ -127,6 +127,7 @@ def test_run_shows_a_status_from_the_first_instant_and_fresh_pending_counts_afte
     assert seen_cancel or done
     page.get_by_text("Done: 8 results stored").wait_for(timeout=60_000)
     expect(picked(page, "Design")).to_have_value(re.compile(r", 0 pending$"))
+    expect(page.locator(".js-plotly-plot .gtitle", has_text="History").first).to_be_attached()  # best so far
 
 
 def test_internals_stay_inside_metrics_fit_a_bad_formula_is_said_once_and_tooltips_keep_their_lines(server, page):
