@@ -108,3 +108,16 @@ def predicted_best_text(point: Mapping[str, Any], predicted: float, objective: s
     levels = ", ".join(f"{name} = {value}" for name, value in point.items() if name not in undetermined)
     open_ = f"; not determined by the model: {', '.join(undetermined)}" if undetermined else ""
     return f"Predicted best configuration: {levels or '(none)'}{open_} (predicted {objective} = {predicted:.4g})."
+
+
+def study_notes_editor(session: StudySession, key: str) -> None:
+    """The study's notes (Markdown) with a preview; saved into the store and shown in the report."""
+    with st.expander("Study notes (Markdown; in the report)", expanded=bool(session.notes())):
+        text = st.text_area("Notes", session.notes(), key=f"{key}_notes_{session.study.id}", height=120,
+                            placeholder="What you tried, what you suspect, what to measure next…")
+        if st.button("Save notes", key=f"{key}_save_notes_{session.study.id}"):
+            with guard():
+                session.save_notes(text)
+                st.success("Notes saved.")
+        if text.strip():
+            st.markdown(text)

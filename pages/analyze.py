@@ -11,6 +11,7 @@ from app.components import (
     predicted_best_text,
     show_flash,
     study_candidates,
+    study_notes_editor,
     study_picker,
 )
 from app.decision_widgets import fix_editor, next_model_input, tuning_review
@@ -218,3 +219,4 @@ if decision is not None:
             st.rerun()
 
 decisions_log()
+study_notes_editor(session, key="analyze")

@@ -4,7 +4,7 @@ import io
 
 import streamlit as st
 
-from app.components import guard, show_flash, study_picker
+from app.components import guard, show_flash, study_notes_editor, study_picker
 from app.state import get_store
 from engine.io.best import FORMATS, best_filename, export_best
 from engine.io.export import safe_filename
@@ -64,6 +64,7 @@ if best is not None:
                 st.success(f"Wrote {written.path}" + (" (replaced the existing file)" if written.replaced else ""))
 
 st.subheader("Report and raw data")
+study_notes_editor(session, key="export")
 a, b, c = st.columns(3)
 base = safe_filename(study.name)
 with guard():

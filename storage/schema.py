@@ -148,4 +148,15 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE decisions ADD COLUMN withdrawn_at TIMESTAMP;
         """,
     ),
+    (
+        5,
+        "a study's notes (Markdown), for the people who tune it and for its report",
+        """
+        CREATE TABLE study_notes (
+            study_id   INTEGER PRIMARY KEY,
+            text       VARCHAR NOT NULL,
+            updated_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+        );
+        """,
+    ),
 ]

@@ -298,7 +298,7 @@ class Store:
         study = self.get_study(name)
         with self._lock:
             with self.transaction() as con:
-                for table in ("table_rows", "measurements", "models", "decisions", "exports"):
+                for table in ("table_rows", "measurements", "models", "decisions", "exports", "study_notes"):
                     con.execute(f"DELETE FROM {table} WHERE study_id = ?", [study.id])
                 con.execute("DELETE FROM design_rows WHERE design_id IN (SELECT id FROM designs WHERE study_id = ?)",
                             [study.id])
@@ -484,6 +484,16 @@ class Store:
             [study.id, step, kind, _json(proposed), None if chosen is None else _json(chosen), outcome, actor,
              explanation, _json(evidence if evidence is not None else {}), note or None],
         ))
+
+    def study_notes(self, name: str) -> str:
+        """The study's notes (Markdown), empty when none were written."""
+        study = self.get_study(name)
+        rows = self._run("SELECT text FROM study_notes WHERE study_id = ?", [study.id], lambda c: c.fetchall())
+        return str(rows[0][0]) if rows else ""
+
+    def save_study_notes(self, study: StoredStudy, text: str) -> None:
+        self._exec("INSERT OR REPLACE INTO study_notes (study_id, text, updated_at) VALUES (?, ?, current_timestamp)",
+                   [study.id, text])
 
     def withdraw_decision(self, study: StoredStudy, decision_id: int) -> None:
         """Mark a decision withdrawn: it stays in the log, with when, and no longer applies."""

@@ -176,3 +176,20 @@ def test_the_profiler_follows_its_sliders_and_explore_draws_the_optuna_views(ser
     page.get_by_role("tab", name="Explore").click()
     for name in ("History", "Importance", "parallel coordinates", "Predicted y over"):
         expect(page.locator(".js-plotly-plot .gtitle", has_text=name).first).to_be_attached()
+
+
+def test_study_notes_are_saved_and_go_into_the_report(server, page):
+    page.goto(f"{server}/export?study={quote(TOY_STUDY)}")
+    wait_ready(page)
+    page.get_by_text("Study notes (Markdown; in the report)").click()
+    notes = page.get_by_role("textbox", name="Notes")
+    notes.fill("## Plan\nx5 first, then the rest")
+    page.get_by_role("button", name="Save notes").click()
+    page.get_by_text("Notes saved.").wait_for()
+    expect(page.get_by_role("heading", name="Plan")).to_be_visible()  # the Markdown preview
+    page.reload()
+    wait_ready(page)
+    expect(page.get_by_role("textbox", name="Notes")).to_have_value("## Plan\nx5 first, then the rest")
+    with page.expect_download() as download:
+        page.get_by_role("button", name="HTML report").click()
+    assert "x5 first, then the rest" in Path(download.value.path()).read_text()

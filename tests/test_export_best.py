@@ -155,11 +155,12 @@ def test_the_report_is_self_contained_and_escapes_text(best):
                              "pending": 0}])
     html = study_report(SPEC, measurements(), designs=designs, anova={"step 1": anova}, decisions=decisions,
                         figures=[("bars", figure), ("drawn", "<svg xmlns='http://www.w3.org/2000/svg'></svg>")],
-                        best=best)
+                        best=best, notes="Tile <i>first</i>\nthen unroll")
     parser = _Collector()
     parser.feed(html)
     assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "TILE &lt;b&gt;matters&lt;/b&gt;" in html
+    assert "<h2>Notes</h2>" in html and "Tile &lt;i&gt;first&lt;/i&gt;\nthen unroll" in html
     for text in ("Search space", "Measurements", "Best configuration (measured)", "Designs", "ANOVA", "step 1",
                  "Decisions log", "Residuals", "D-opt", "OPT = 0.5"[:3]):
         assert text in html

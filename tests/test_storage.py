@@ -87,6 +87,10 @@ def test_designs_track_pending_rows_and_decisions_are_logged(db_path):
         noted = store.log_decision(study, kind="fix-factors", proposed={}, chosen=None, outcome="rejected",
                                    actor="bob", note="re-measure x2 first")
         assert store.decisions("toy").set_index("id").loc[noted, "note"] == "re-measure x2 first"
+        assert store.study_notes("toy") == ""
+        store.save_study_notes(study, "# Plan\n- tile first")
+        store.save_study_notes(study, "# Plan\n- unroll first")
+        assert store.study_notes("toy") == "# Plan\n- unroll first"
 
 
 def test_a_file_written_before_decision_notes_gains_the_column_and_keeps_its_log(db_path):

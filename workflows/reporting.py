@@ -43,4 +43,5 @@ def report_html(store: Store, name: str) -> str:
     study = store.get_study(name)
     results = results_frame(store, study)
     return study_report(study.spec, results, designs=store.designs(name), anova=model_tables(store, name) or None,
-                        decisions=readable_log(store.decisions(name)), best=best_or_none(study, results))
+                        decisions=readable_log(store.decisions(name)), best=best_or_none(study, results),
+                        notes=store.study_notes(name))

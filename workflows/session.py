@@ -194,6 +194,13 @@ class StudySession:
                       review=ask_person)
         return Tuned(searcher.name, searcher.step, result, searcher.pending_decision)
 
+    def notes(self) -> str:
+        """The study's notes (Markdown): what the people tuning it want remembered, and the report shows."""
+        return self.store.study_notes(self.name)
+
+    def save_notes(self, text: str) -> None:
+        self.store.save_study_notes(self.study, text.strip())
+
     def withdraw_last_decision(self) -> int:
         """Withdraw the latest decision taken on the Analyze page (or ``tunelab decide``'s analysis
         decisions): it stays in the log, marked, and the study goes back to the step before it."""

@@ -24,7 +24,7 @@ _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#222;padding:0 1rem}
 h1{font-size:1.6rem}h2{font-size:1.25rem;border-bottom:1px solid #ddd;padding-bottom:.2rem;margin-top:2rem}
 table{border-collapse:collapse;margin:.5rem 0;font-size:.9rem}th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:left}
-td{white-space:pre-line}
+td,.notes{white-space:pre-line}
 th{background:#f4f4f4}.muted{color:#666}.figure{margin:1rem 0}code{background:#f4f4f4;padding:0 .2rem}
 """
 _COLORS = {"points": "#4c78a8", "best": "#e45756", "axis": "#888"}
@@ -156,6 +156,7 @@ def study_report(
     best: Any = None,
     title: str | None = None,
     generated_at: datetime | None = None,
+    notes: str = "",
 ) -> str:
     """The report as one HTML document (UTF-8 text; nothing fetched when opened)."""
     when = (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
@@ -166,6 +167,7 @@ def study_report(
         f'<p class="muted">Generated {when}.</p>',
         f"<p>{_e(spec.description)}</p>" if spec.description else "",
         f"<p>Objective: <b>{_e(spec.direction)} {_e(spec.objective)}</b>. Runner: <code>{_e(runner)}</code>.</p>",
+        f'<h2>Notes</h2><p class="notes">{_e(notes)}</p>' if notes.strip() else "",
         _space_section(spec),
         _measurement_section(spec, measurements),
         _best_section(best),
