@@ -32,13 +32,16 @@ $(STAMP): $(LOCK) pyproject.toml | $(UV)
 
 install: $(STAMP)
 
-# The runtime alone (no torch, playwright, pytest): added to what is there, never removing the test stack.
-$(RUN_STAMP): $(RUN_LOCK) pyproject.toml | $(UV)
-	$(UV) pip install --quiet --python $(BIN)/python --require-hashes $(FIND_LINKS) -r $(RUN_LOCK)
-	$(UV) pip install --quiet --python $(BIN)/python --no-deps -e .
-	@touch $(RUN_STAMP)
-
-install-run: $(RUN_STAMP)
+# The runtime alone (no torch, playwright, pytest). A venv the test stack is synced into already holds
+# it (same versions); otherwise sync the runtime lock (`pip sync`: no resolution, a second from uv's
+# cache) and drop the test stamp, so the next `make test` puts its stack back.
+install-run: | $(UV)
+	@if [ -f $(STAMP) ] && [ $(STAMP) -nt $(LOCK) ] && [ $(STAMP) -nt pyproject.toml ]; then \
+	  echo "runtime installed (with the test stack)"; \
+	elif [ ! -f $(RUN_STAMP) ] || [ $(RUN_LOCK) -nt $(RUN_STAMP) ] || [ pyproject.toml -nt $(RUN_STAMP) ]; then \
+	  $(UV) pip sync --quiet --python $(BIN)/python --require-hashes $(FIND_LINKS) $(RUN_LOCK) && \
+	  $(UV) pip install --quiet --python $(BIN)/python --no-deps -e . && rm -f $(STAMP) && touch $(RUN_STAMP); \
+	fi
 
 # Every dependency (runtime and test extras) resolved for CPython 3.11 on x86-64 Linux, with hashes;
 # then the runtime alone, held to the same versions.
