@@ -13,8 +13,9 @@ import streamlit as st
 
 from app.cli.serve import ALLOW_REMOTE, is_loopback
 from app.navigation import pages
+from app.orientation import ABOUT
 
-st.set_page_config(page_title="Tunelab", page_icon=":material/tune:", layout="wide")
+st.set_page_config(page_title="Tunelab", page_icon=":material/tune:", layout="wide", menu_items={"About": ABOUT})
 address = st.get_option("server.address")
 if not is_loopback(address) and os.environ.get(ALLOW_REMOTE) != "1":
     st.error(f"server.address {address or '(unset: every interface)'}: this dashboard serves its database to "

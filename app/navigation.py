@@ -23,11 +23,17 @@ PAGE_TABLE: list[tuple[str, str, str, str, str]] = [
 ]
 
 
-def pages() -> dict[str, list]:
-    sections: dict[str, list] = {}
-    for i, (section, file, title, icon, slug) in enumerate(PAGE_TABLE):
+def page(file: str) -> st.Page:
+    """The page of ``file`` (e.g. ``"space.py"``), as the navigation registers it (for ``st.page_link``)."""
+    for i, (_, name, title, icon, slug) in enumerate(PAGE_TABLE):
+        if name == file:
+            return st.Page(PAGES_DIR / name, title=title, icon=icon, url_path=slug, default=(i == 0))
+    raise KeyError(file)
+
+
+def pages() -> dict[str, list[st.Page]]:
+    sections: dict[str, list[st.Page]] = {}
+    for section, file, *_ in PAGE_TABLE:
         if (PAGES_DIR / file).is_file():
-            sections.setdefault(section, []).append(
-                st.Page(PAGES_DIR / file, title=title, icon=icon, url_path=slug, default=(i == 0))
-            )
+            sections.setdefault(section, []).append(page(file))
     return sections

@@ -45,7 +45,8 @@ session = StudySession(store, study.name)
 fixed, continued_formula, step = continue_from_decisions(session, key="design")
 candidates = study_candidates(session, fixed)
 st.caption(f"Candidates: {len(candidates):,} valid configurations"
-           + ("" if spec.space.enumerable or spec.runner.get("kind") == "table" else " (a uniform sample of a huge space)"))
+           + (" (a uniform sample of a space too large to list)" if session.candidates_sampled(fixed) else
+              " (every one)"))
 types = {t.name: t for t in design_types()}
 kind = st.selectbox("Design type", list(types), index=list(types).index("dopt"),
                     format_func=lambda name: types[name].label, key="design_kind")
@@ -73,13 +74,15 @@ if kind == "dopt":
         if k is not None:
             st.caption(f"{k} coefficients (intercept included).")
             if runs < k:
-                st.warning(f"{runs} runs cannot estimate {k} coefficients: use at least {k}.")
+                st.warning(f"Runs = {runs} (above) is fewer than this model's {k} coefficients: a design that "
+                           f"size cannot estimate it; ask for at least {k}.")
         repeats = st.number_input("Random starts", 1, 50, 5, key="design_repeats")
         criterion = st.radio("Criterion", ["D", "A", "I"], horizontal=True, key="design_criterion")
         seed = st.number_input("Seed", 0, 2**31 - 1, 0, key="design_seed")
-        force = st.checkbox(f"Keep the {measured['status'].eq('ok').sum() if len(measured) else 0} measured "
-                            "configurations in the design (not charged again)", value=len(measured) > 0,
-                            key="design_force", disabled=measured.empty)
+        force = st.checkbox(f"Keep the {measured['status'].eq('ok').sum() if len(measured) else 0} measured",
+                            value=len(measured) > 0, key="design_force", disabled=measured.empty,
+                            help="The configurations measured so far join the design as they are: not measured, "
+                                 "nor charged, again.")
         params = {"runs": int(runs), "repeats": int(repeats), "criterion": criterion, "seed": int(seed)}
 else:
     a, b = st.columns(2)
@@ -116,6 +119,9 @@ built = st.session_state.get("design_result")
 if built and built[0] == study.id:
     _, built_kind, built_formula, built_params, result = built
     st.subheader(f"{types[built_kind].label}: {result.runs} runs ({result.seconds:.2f} s)")
+    if (built_kind, built_formula, built_params) != (kind, formula, params):
+        st.info("The settings above changed since this design was built: it shows the earlier ones. "
+                "Press **Build design** for a design of the current settings.")
     if result.criteria:
         cols = st.columns(len(result.criteria))
         for col, (name, value) in zip(cols, result.criteria.items()):

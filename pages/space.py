@@ -8,6 +8,7 @@ from app.components import flash, guard, show_flash, study_picker
 from app.state import get_store
 from engine.space.factors import KINDS
 from engine.space.text import factor_table, space_from_table, valid_count
+from workflows import StudySession
 
 store = get_store()
 st.title("Space")
@@ -36,13 +37,19 @@ constraints = st.text_area("Constraints", "\n".join(space.constraints), height=1
 draft = None
 with guard():
     draft = space_from_table(edited.to_dict(orient="records"), constraints)
-    count, exact = valid_count(draft)
     cols = st.columns(3)
     cols[0].metric("Factors", len(draft.factors))
     cols[1].metric("Configurations (factorial)", f"{draft.size:,}")
-    cols[2].metric("Valid" if exact else "Valid (estimated)", f"{count:,}")
-    if study.spec.runner.get("kind") == "table":
-        st.caption("For a table study, validity also means being a row of the imported table.")
+    if study.spec.runner.get("kind") == "table":  # what can be measured is what the table holds
+        table = StudySession(store, study.name).table()
+        ok = int((table["status"] == "ok").sum()) if table is not None and len(table) else 0
+        cols[2].metric("Valid (measured rows of the table)", f"{ok:,}",
+                       help=f"The imported table has {0 if table is None else len(table):,} rows; {ok:,} hold a "
+                            "successful measurement. Only those can be replayed.")
+    else:
+        count, exact = valid_count(draft)
+        cols[2].metric("Valid" if exact else "Valid (estimated)", f"{count:,}",
+                       help=None if exact else "Estimated by sampling: the space is too large to count one by one.")
 
 if draft is not None and draft != space:
     left, right = st.columns(2)

@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from app.components import flash, guard, show_flash
+from app.orientation import start_here
 from app.state import get_store
 from engine.io.ktcache import import_kt_cache
 from engine.io.spec import TEMPLATES, parse_spec
@@ -21,6 +22,7 @@ store = get_store()
 st.title("Studies")
 st.caption("A study is a search space, an objective to minimise or maximise, and a way to measure it.")
 show_flash()
+start_here(expanded=not any(len(store.decisions(name)) for name in store.study_names()))
 
 
 @contextmanager

@@ -153,3 +153,12 @@ def test_factor_table_round_trip(laplacian_space):
 
 def test_space_dict_round_trip(laplacian_space):
     assert Space.from_dict(laplacian_space.to_dict()) == laplacian_space
+
+
+def test_an_unconstrained_space_counts_exactly_however_large():
+    from engine.space.factors import Factor, Space
+    from engine.space.text import valid_count
+
+    huge = Space([Factor(f"f{i}", "ordinal", tuple(range(30))) for i in range(8)])
+    assert not huge.enumerable
+    assert valid_count(huge) == (30**8, True)

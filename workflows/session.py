@@ -19,6 +19,7 @@ from engine.analysis.study_data import (
     NextStep,
     analysis_frame,
     candidate_set,
+    candidates_sampled,
     last_applied,
     next_step,
     readable_log,
@@ -104,6 +105,10 @@ class StudySession:
     def candidates(self, fixed: Mapping[str, Any] | None = None, seed: int = 0) -> pd.DataFrame:
         """Where a model looks for the best configuration, with ``fixed`` factors held."""
         return candidate_set(self.spec, self.table(), seed=seed, fixed=dict(fixed or {}))
+
+    def candidates_sampled(self, fixed: Mapping[str, Any] | None = None) -> bool:
+        """Whether :meth:`candidates` is a uniform sample of a space too large to list, not all of it."""
+        return candidates_sampled(self.spec, self.table(), dict(fixed or {}))
 
     def results(self) -> pd.DataFrame:
         """Stored measurements, or the imported table of a table study that was never replayed."""

@@ -38,6 +38,15 @@ def candidate_set(spec: StudySpec, table: pd.DataFrame | None = None, seed: int 
     return space.sample(CANDIDATE_SAMPLE, seed=seed)
 
 
+def candidates_sampled(spec: StudySpec, table: pd.DataFrame | None = None,
+                       fixed: dict[str, Any] | None = None) -> bool:
+    """Whether :func:`candidate_set` returns a sample (a huge space) rather than every valid configuration."""
+    if table is not None and len(table):
+        return False
+    space = spec.space.fix(fixed) if fixed else spec.space
+    return not space.enumerable
+
+
 def initial_formula(spec: StudySpec, data: pd.DataFrame) -> str:
     """A first model a design can support: linear terms of the factors that vary in ``data``."""
     varying = [name for name in spec.space.names if data[name].nunique() > 1]

@@ -98,6 +98,8 @@ def valid_count(space: Space, sample: int = 20_000, seed: int = 0) -> tuple[int,
     space, none turns up in as many random draws as :meth:`Space.sample` would try (so a space refused
     here is one that sampling could not use either).
     """
+    if not space.constraints:  # every configuration is valid: the count is the product of the level counts
+        return space.size, True
     if space.enumerable:
         count = space.count_valid()
         if not count:
