@@ -30,6 +30,7 @@ from engine.io.report_html import progress_data
 from workflows import StudySession
 from workflows.session import decision_fix_text
 
+VIEWS = ["Diagnostics", "Effects", "Profiler", "Explore"]
 store = get_store()
 st.title("Analyze")
 st.caption("Fit a linear model, read which terms matter (ANOVA), and decide which factors to fix and where. "
@@ -158,17 +159,18 @@ with st.expander("Coefficients and tests"):
         st.write(f"Box-Cox λ = {p.lambda_:.4g} (SE {p.se:.3g}); car's rounded λ = {p.lambda_rounded:g}.")
     st.write(f"AIC {summary.aic:.5g}, BIC {summary.bic:.5g}, σ = {summary.sigma:.4g}.")
 
-best_point = predicted_minimum(result.model, candidates).point
 strongest = strongest_pair(result.model, anova_table)
-diag_tab, effects_tab, profiler_tab, explore_tab = st.tabs(["Diagnostics", "Effects", "Profiler", "Explore"])
-with diag_tab:
+# One view at a time: tabs would draw every figure on each rerun, and a prune reruns the page.
+view = st.radio("View", VIEWS, index=VIEWS.index("Effects"), horizontal=True, key="analyze_view",
+                label_visibility="collapsed")
+if view == "Diagnostics":
     diagnostics = residual_diagnostics(result.model)
     a, b = st.columns(2)
     a.plotly_chart(plots.residuals_figure(diagnostics), width="stretch")
     b.plotly_chart(plots.qq_figure(qq_data(result.model)), width="stretch")
     a.plotly_chart(plots.leverage_figure(diagnostics), width="stretch")
     b.plotly_chart(plots.cooks_figure(diagnostics), width="stretch")
-with effects_tab:
+elif view == "Effects":
     a, b = st.columns(2)
     a.plotly_chart(plots.main_effects_figure(main_effects(result.model)), width="stretch")
     b.plotly_chart(plots.half_normal_figure(effect_screening(result.model)), width="stretch")
@@ -179,12 +181,13 @@ with effects_tab:
                               help="Starts from the most significant two-factor term (else the two strongest factors).")
         if len(pair) == 2:
             st.plotly_chart(plots.interaction_figure(interaction_effects(result.model, *pair)), width="stretch")
-with profiler_tab:
+elif view == "Profiler":
     if result.model.variables_:
-        profiler_panel(result.model, best_point, spec.objective, key=f"profiler_{builder}")
-with explore_tab:
-    explore_panel(result.model, anova_table, progress_data(spec, session.results()), data, best_point, strongest,
-                  spec.objective, key=f"explore_{builder}")
+        profiler_panel(result.model, predicted_minimum(result.model, candidates).point, spec.objective,
+                       key=f"profiler_{builder}")
+else:
+    explore_panel(result.model, anova_table, progress_data(spec, session.results()), data,
+                  predicted_minimum(result.model, candidates).point, strongest, spec.objective, key=f"explore_{builder}")
 
 st.subheader("Decision")
 decision = None

@@ -94,7 +94,8 @@ def test_effects_are_model_based_in_natural_order_and_the_interaction_starts_fro
         first, second = strongest_pair(result.model, result.anova)
     page.goto(f"{server}/analyze?study={quote(TOY_STUDY)}")
     wait_ready(page)
-    page.get_by_role("tab", name="Effects").click()
+    page.get_by_text("Effects", exact=True).click()  # the default view
+    wait_ready(page)
     title = page.locator(".js-plotly-plot .gtitle", has_text="Interaction")
     expect(title).to_contain_text(f"{first} × {second}")
     expect(page.locator(".js-plotly-plot .gtitle", has_text="Main effects")).to_contain_text("model-based means")
@@ -156,12 +157,13 @@ def test_internals_stay_inside_metrics_fit_a_bad_formula_is_said_once_and_toolti
 def test_the_profiler_follows_its_sliders_and_explore_draws_the_optuna_views(server, page):
     page.goto(f"{server}/analyze?study={quote(TOY_STUDY)}")
     wait_ready(page)
-    page.get_by_role("tab", name="Profiler").click()
+    page.get_by_text("Profiler", exact=True).click()
+    wait_ready(page)
     title = page.locator(".js-plotly-plot .gtitle", has_text="Prediction profiler")
     expect(title).to_be_visible()
     here = page.locator("[data-testid='stMetric']", has_text="Predicted y here").locator("[data-testid='stMetricValue']")
     before = here.inner_text()
-    slider = page.get_by_role("tabpanel", name="Profiler").get_by_role("slider").first
+    slider = page.locator("[data-testid='stSlider']").filter(has_not_text="Significance").get_by_role("slider").first
     slider.focus()
     slider.press("End")  # the first factor to its last level, or to its first if it was there
     wait_ready(page)
@@ -173,7 +175,8 @@ def test_the_profiler_follows_its_sliders_and_explore_draws_the_optuna_views(ser
         .filter(p => (p.layout.title.text || '').includes('profiler'))
         .flatMap(p => p.data.filter(t => t.marker && t.marker.symbol === 'star')).length""")
     assert stars >= 1  # the predicted best is marked
-    page.get_by_role("tab", name="Explore").click()
+    page.get_by_text("Explore", exact=True).click()
+    wait_ready(page)
     for name in ("History", "Importance", "parallel coordinates", "Predicted y over"):
         expect(page.locator(".js-plotly-plot .gtitle", has_text=name).first).to_be_attached()
 
