@@ -19,7 +19,7 @@ FIND_LINKS = $(if $(wildcard $(WHEELS)),--find-links $(WHEELS))
 # BLAS kernels `make test-blas` runs the numerical tests under ("unset": OpenBLAS picks one for the CPU).
 BLAS_KERNELS ?= unset Haswell Zen SandyBridge SkylakeX Nehalem Prescott
 
-.PHONY: install install-run lock run lint typecheck test test-fast test-blas fuzz bench system-test-deps clean
+.PHONY: install install-run lock reference run lint typecheck test test-fast test-blas fuzz bench system-test-deps clean
 
 $(UV):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,10 @@ LOCK_FLAGS = --generate-hashes --python-version 3.11 --python-platform x86_64-ma
 lock: | $(UV)
 	$(UV) pip compile pyproject.toml --extra test $(LOCK_FLAGS) -o $(LOCK)
 	$(UV) pip compile pyproject.toml --constraint $(LOCK) $(LOCK_FLAGS) -o $(RUN_LOCK)
+
+# The R reference values of tests/reference (Debian r-base-core and r-cran-car); make test only reads them.
+reference:
+	Rscript tests/reference/make_reference.R
 
 run: install-run
 	$(BIN)/tunelab --db $(DB) serve --port $(PORT)

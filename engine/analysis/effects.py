@@ -150,13 +150,13 @@ def effect_screening(model: LinearModel) -> pd.DataFrame:
     span = np.ptp(X, axis=0)
     keep = span > 0  # the intercept (and any constant column) has no effect to screen
     estimate = np.asarray(model.results_.params, dtype=float)[keep]
-    p = np.asarray(model.results_.pvalues, dtype=float)[keep]
+    p = model.p_values_[keep]
     table = pd.DataFrame(
         {
             "term": np.asarray(model.column_names_, dtype=object)[keep],
             "estimate": estimate,
             "scaled_estimate": estimate * span[keep] / 2.0,
-            "t value": np.asarray(model.results_.tvalues, dtype=float)[keep],
+            "t value": model.t_values_[keep],
             "Pr(>|t|)": p,
             "stars": [stars(v) for v in p],
         }

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import statsmodels.api as sm
+from scipy import linalg, stats
 
 from engine.analysis.data import AnalysisError, complete_rows
 from engine.analysis.labels import Term, boolean_variables, column_display, model_terms, stars
@@ -71,7 +72,19 @@ class LinearModel:
         self.power_, self.transform_ = self._resolve_transform()
         self.y_ = self.transform_.apply(self.y_raw_)
         self.results_ = sm.OLS(self.y_, self.X_).fit(method="qr")
+        self.std_errors_, self.t_values_, self.p_values_ = self._coefficient_tests()
         return self
+
+    def _coefficient_tests(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Standard errors, t and p of the coefficients from the QR factor, as R's ``summary.lm``:
+        se_j = σ·‖row j of R⁻¹‖. statsmodels inverts R'R, which loses cond(X)² in accuracy."""
+        R_inverse = linalg.solve_triangular(self.qr_.R, np.eye(self.qr_.rank))
+        sigma2 = float(self.results_.ssr) / self.df_resid_
+        se = np.sqrt(sigma2 * np.einsum("ij,ij->i", R_inverse, R_inverse))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.asarray(self.results_.params, dtype=float) / se
+        p = 2.0 * stats.t.sf(np.abs(t), self.df_resid_)
+        return se, t, p
 
     @property
     def variables_(self) -> tuple[str, ...]:
@@ -143,13 +156,13 @@ def _check_transform(choice: str | float) -> None:
 def coefficient_table(model: LinearModel) -> pd.DataFrame:
     """``coef(summary(lm))`` with R's names and stars."""
     r = model.results_
-    p = np.asarray(r.pvalues, dtype=float)
+    p = model.p_values_
     return pd.DataFrame(
         {
             "term": list(model.column_names_),
             "Estimate": np.asarray(r.params, dtype=float),
-            "Std. Error": np.asarray(r.bse, dtype=float),
-            "t value": np.asarray(r.tvalues, dtype=float),
+            "Std. Error": model.std_errors_,
+            "t value": model.t_values_,
             "Pr(>|t|)": p,
             "stars": [stars(v) for v in p],
         }
