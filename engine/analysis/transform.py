@@ -28,8 +28,6 @@ ROUND_CHOICES = (1.0, 0.0, -1.0, 0.5, 0.33, -0.5, -0.33, 2.0, -2.0)
 LOG_THRESHOLD = 1e-6
 #: car's Wald interval half-width multiplier.
 WALD_Z = 1.96
-#: Step of the central second difference that gives the standard error.
-HESSIAN_STEP = 1e-4
 
 
 class TransformError(UserError):
@@ -102,24 +100,54 @@ class BoxCoxProfile:
         self.t = self.log_y - (math.log(self.gm) if has_intercept else 0.0)
         self.scale = self.gm if has_intercept else None
 
+    def _core(self, lam: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """c = expm1(λt)/λ and its first two λ-derivatives; series where λ·t is small (the closed
+        forms cancel there)."""
+        t, u = self.t, lam * self.t
+        c: np.ndarray = t if lam == 0.0 else np.expm1(u) / lam
+        d1 = t**2 * (0.5 + u / 3.0 + u**2 / 8.0 + u**3 / 30.0)
+        d2 = t**3 * (1.0 / 3.0 + u / 4.0 + u**2 / 10.0 + u**3 / 36.0 + u**4 / 168.0)
+        if lam != 0.0:
+            small = np.abs(u) < 1e-3
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                d1 = np.where(small, d1, (u * np.exp(u) - np.expm1(u)) / lam**2)
+                d2 = np.where(small, d2, ((u * u - 2.0 * u) * np.exp(u) + 2.0 * np.expm1(u)) / lam**3)
+        return c, d1, d2
+
     def z(self, lam: float) -> np.ndarray:
         """The Jacobian-scaled transform, up to an additive constant when there is an intercept."""
         scale = self.gm if self.scale is not None else self.gm ** (1.0 - lam)
-        z: np.ndarray = scale * self.t if lam == 0.0 else scale * np.expm1(lam * self.t) / lam
+        z: np.ndarray = scale * self._core(lam)[0]
         return z
 
     def dz(self, lam: float) -> np.ndarray:
-        """d z / d λ, with a series where λ·t is small (the closed form cancels there)."""
-        u = lam * self.t
-        series = self.t**2 * (0.5 + u / 3.0 + u**2 / 8.0 + u**3 / 30.0)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            exact = (u * np.exp(u) - np.expm1(u)) / lam**2 if lam != 0.0 else series
-        d_core = np.where(np.abs(u) < 1e-3, series, exact)
+        """d z / d λ (z = gm·c with an intercept, else gm^(1−λ)·c)."""
+        c, d1, _ = self._core(lam)
         if self.scale is not None:
-            dz: np.ndarray = self.gm * d_core
-        else:
-            dz = self.gm ** (1.0 - lam) * d_core - math.log(self.gm) * self.z(lam)
+            dz: np.ndarray = self.gm * d1
+            return dz
+        log_gm = math.log(self.gm)
+        dz = self.gm ** (1.0 - lam) * (d1 - log_gm * c)
         return dz
+
+    def d2z(self, lam: float) -> np.ndarray:
+        """d² z / d λ²."""
+        c, d1, d2 = self._core(lam)
+        if self.scale is not None:
+            d2z: np.ndarray = self.gm * d2
+            return d2z
+        log_gm = math.log(self.gm)
+        d2z = self.gm ** (1.0 - lam) * (d2 - 2.0 * log_gm * d1 + log_gm**2 * c)
+        return d2z
+
+    def curvature(self, lam: float) -> float:
+        """−d² loglik / d λ² (the observed information), analytic: with r = M z and RSS = r'r,
+        loglik'' = −n·[(‖M z'‖² + r'z'')/RSS − 2·(r'z')²/RSS²]."""
+        r = self.qr.resid(self.z(lam))
+        dz = self.dz(lam)
+        rss = float(r @ r)
+        projected = self.qr.resid(dz)
+        return self.n * (float(projected @ projected + r @ self.d2z(lam)) / rss - 2.0 * float(r @ dz) ** 2 / rss**2)
 
     def loglik(self, lam: float) -> float:
         """car's ``−(n/2)·log(RSS(λ)/n)``, the quantity ``powerTransform`` maximises."""
@@ -174,8 +202,7 @@ def power_transform(profile: BoxCoxProfile) -> PowerTransformResult:
 
     start = optimize.minimize_scalar(neg, bounds=(-3.0, 3.0), method="bounded", options={"xatol": 1e-9}).x
     lam = _stationary_point(profile, float(start))
-    h = HESSIAN_STEP
-    curvature = (neg(lam + h) - 2.0 * neg(lam) + neg(lam - h)) / h**2
+    curvature = profile.curvature(lam)
     se = 1.0 / math.sqrt(curvature) if curvature > 0 else math.nan
     best = profile.loglik(lam)
     tests = []
