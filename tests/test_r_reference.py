@@ -64,3 +64,15 @@ def test_box_cox_lambda_and_its_standard_error_equal_r(case):
     assert power.se == pytest.approx(expected["se_richardson"], rel=1e-7)  # an independent numeric check
     assert power.se == pytest.approx(expected["se_car"], rel=1e-5)
     assert power.lambda_rounded == pytest.approx(expected["lambda_rounded"], rel=1e-5)
+
+
+def test_f_tails_in_log_space_equal_r_where_p_underflows():
+    """Class 9 of issue 12: log P(F > f) equals R's pf(..., log.p = TRUE) down to p ≈ 1e-1188 (log p ≈ −2736), where
+    the p-value itself is 0 in double precision (and scipy's logsf is −inf)."""
+    from engine.analysis.tails import log_f_sf, log_worth
+
+    rows = json.loads((HERE / "r" / "f_tails.json").read_text())["tails"]
+    for row in rows:
+        assert log_f_sf(row["F"], row["df1"], row["df2"]) == pytest.approx(row["log_p"], rel=1e-12), row
+    assert min(row["log_p"] for row in rows) < -2000  # the cases reach far past the double's range
+    assert log_worth(3000.0, 2, 1000) == pytest.approx(972.95507452765673 / np.log(10), rel=1e-12)

@@ -23,6 +23,7 @@ from engine.analysis.data import AnalysisError
 from engine.analysis.fit import LinearModel
 from engine.analysis.labels import stars
 from engine.analysis.prediction import candidate_matrix, predict
+from engine.analysis.tails import log_worth
 from engine.model.formula import formula_text
 
 #: Largest grid of categorical levels a mean averages over; beyond it, those factors sit at their mode.
@@ -128,12 +129,19 @@ def strongest_pair(model: LinearModel, anova_table: pd.DataFrame) -> tuple[str, 
 
 
 def effect_summary(model: LinearModel, anova_table: pd.DataFrame) -> pd.DataFrame:
-    """JMP's effect summary: one row per model term with its LogWorth (−log10 p; 2 is p = 0.01), most
-    significant first — what a person prunes from, one term at a time."""
-    p = anova_table.set_index("term")["Pr(>F)"]
-    rows = [(t.display, float(p.get(t.display, np.nan))) for t in model.terms_]
-    table = pd.DataFrame(rows, columns=["term", "Pr(>F)"])
-    table["LogWorth"] = -np.log10(table["Pr(>F)"].clip(lower=np.finfo(float).tiny))
+    """JMP's effect summary: one row per model term with its LogWorth (−log10 p; 2 is p = 0.01, exact
+    even where p underflows a double), most significant first — what a person prunes from."""
+    by_term = anova_table.set_index("term")
+    df_resid = float(by_term.loc["Residuals", "Df"]) if "Residuals" in by_term.index else float(model.df_resid_)
+    rows = []
+    for term in model.terms_:
+        if term.display in by_term.index:
+            row = by_term.loc[term.display]
+            worth = log_worth(float(row["F value"]), float(row["Df"]), df_resid)
+            rows.append((term.display, float(row["Pr(>F)"]), worth))
+        else:
+            rows.append((term.display, np.nan, np.nan))
+    table = pd.DataFrame(rows, columns=["term", "Pr(>F)", "LogWorth"])
     return table.sort_values("LogWorth", ascending=False, kind="stable", na_position="last")[
         ["term", "LogWorth", "Pr(>F)"]].reset_index(drop=True)
 

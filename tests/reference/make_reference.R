@@ -58,3 +58,11 @@ for (i in seq_len(nrow(cases))) {
   writeLines(json, file.path(here, "r", paste0(case$name, ".json")))
   cat("wrote", case$name, "\n")
 }
+
+# Upper tails of F in log space, down where the p-value underflows a double.
+grid <- list(c(12.5, 3, 20), c(1000, 8, 500), c(3000, 2, 1000), c(5000, 1, 2000), c(2000, 5, 5000), c(1e25, 1, 30),
+             c(1e21, 1, 30), c(40, 1, 1))
+tails <- arr(sapply(grid, function(g) obj(F = num(g[1]), df1 = num(g[2]), df2 = num(g[3]),
+                                          log_p = num(pf(g[1], g[2], g[3], lower.tail = FALSE, log.p = TRUE)))))
+writeLines(obj(r_version = str(R.version.string), tails = tails), file.path(here, "r", "f_tails.json"))
+cat("wrote f_tails\n")
