@@ -95,3 +95,22 @@ def test_ncv_and_breusch_pagan_agree_with_statsmodels():
         lm, lm_p, _, _ = het_breuschpagan(resid, X, robust=robust)
         assert (ours.statistic, ours.p) == pytest.approx((lm, lm_p), rel=1e-9)
         assert ours.df == X.shape[1] - 1
+
+
+def test_box_cox_with_one_residual_degree_of_freedom_is_refused_in_one_line(tmp_path):
+    """Class 8 of issue 12: the residual is one number some λ makes zero, so λ̂ does not exist (R's
+    optim fails inside car::powerTransform). Asked for, it is refused; "auto" stays untransformed."""
+    from engine.analysis.transform import TransformError
+    from tests.conftest import run_cli
+
+    data = pd.DataFrame({"x": [1, 2, 3], "y": [1.2, 2.9, 3.1]})
+    for choice in ("boxcox", "boxcox-round"):
+        with pytest.raises(TransformError, match="1 residual degree of freedom"):
+            LinearModel("y ~ x", choice).fit(data)
+    automatic = LinearModel("y ~ x", "auto").fit(data)
+    assert automatic.power_ is None and automatic.transform_.label == "none"
+    path = tmp_path / "three.csv"
+    data.to_csv(path, index=False)
+    result = run_cli("analyze", "--csv", str(path), "--formula", "y ~ x", "--transform", "boxcox")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "residual degree of freedom" in result.stderr

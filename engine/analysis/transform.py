@@ -196,7 +196,14 @@ def round_lambda(lam: float, se: float) -> float:
 
 
 def power_transform(profile: BoxCoxProfile) -> PowerTransformResult:
-    """Maximise the profile likelihood: car's bounded start on [−3, 3], then the exact stationary point."""
+    """Maximise the profile likelihood: car's bounded start on [−3, 3], then the exact stationary point.
+
+    With one residual degree of freedom the residual is a single number that some λ makes zero: the
+    likelihood has no maximum (R's optim fails inside car::powerTransform), so that is refused."""
+    df_resid = profile.n - profile.qr.rank
+    if df_resid < 2:
+        raise TransformError(f"Box-Cox: {df_resid} residual degree of freedom, so λ cannot be estimated "
+                             "(car refuses too); use transform none or log, or measure more configurations")
     def neg(lam: float) -> float:
         return -profile.loglik(float(lam))
 
