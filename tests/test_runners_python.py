@@ -93,3 +93,30 @@ def test_synthetic_runner_matches_the_objective_repeat_by_repeat():
     assert runner.measure(config, repeats=1, start=2)[0].value == pytest.approx(expected[2])
     with pytest.raises(UserError, match="objective 'nope'"):
         runner_from_spec({"kind": "synthetic", "name": "nope"}, space=space)
+
+
+def test_a_dropped_runner_ends_its_sandbox_without_the_garbage_collector(tmp_path):
+    """Freed by reference counting, a Popen whose child still runs is kept on CPython's zombie list
+    with its stdin open, so the sandbox never saw EOF: dropping the runner must end it all the same."""
+    import gc
+    import time
+
+    (tmp_path / "constant.py").write_text("def one(config):\n    return 1.0\n")
+    enabled = gc.isenabled()
+    gc.disable()  # only reference counting frees the runner, as in a process whose cycles were collected
+    try:
+        runner = PythonRunner("constant:one", path=str(tmp_path), timeout=5.0)
+        assert runner.measure({}, 1, 0)[0].ok
+        pid = next(iter(runner._sandboxes.values())).proc.pid
+        del runner
+        deadline, state = time.monotonic() + 20, "R"
+        while state != "gone" and state != "Z" and time.monotonic() < deadline:
+            try:
+                state = open(f"/proc/{pid}/status").read().split("State:")[1].split()[0]
+            except FileNotFoundError:
+                state = "gone"
+            time.sleep(0.1)
+        assert state in ("gone", "Z"), f"the sandbox {pid} outlived its runner"
+    finally:
+        if enabled:
+            gc.enable()

@@ -17,6 +17,7 @@ started it. With ``timeout: null`` the callable runs in the calling process, unt
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -230,6 +231,14 @@ class _Sandbox:
         if reply[0] == "error":
             raise MeasureError(reply[1], reply[2])
         return reply
+
+    def __del__(self) -> None:
+        """A dropped sandbox takes its process with it. Left to the garbage collector, a ``Popen`` whose
+        child still runs is kept alive (CPython's zombie list) with its stdin open, so the child never
+        sees EOF: whether it ended depended on the order objects happened to be freed in."""
+        if hasattr(self, "proc"):
+            with contextlib.suppress(Exception):  # at interpreter exit, modules may already be gone
+                self.close()
 
     def close(self) -> None:
         """Kill the sandbox and everything it started (idempotent)."""
