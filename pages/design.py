@@ -54,6 +54,7 @@ st.caption(types[kind].summary)
 
 params: dict = {}
 formula = None
+force = False
 measured = restrict(store.measurements(study.name), fixed)  # rows that still fit this step can be reused
 if kind == "dopt":
     left, right = st.columns([3, 2])
@@ -110,18 +111,21 @@ def build():
     return fractional_factorial(spec.space, generators=params.get("generators"), seed=params["seed"])
 
 
+#: What the design shown below was built from: a design of other settings is not shown beside these widgets
+#: (and their warnings), where it would read as theirs.
+settings = (study.id, step, kind, formula, params, force)
 if st.button("Build design", type="primary", key="design_build"):
+    st.session_state.pop("design_result", None)  # a failed build leaves its error alone, not an earlier design
     with guard():
         with st.spinner("Building the design…"):
-            st.session_state["design_result"] = (study.id, kind, formula, params, build())
+            st.session_state["design_result"] = (settings, build())
 
-built = st.session_state.get("design_result")
-if built and built[0] == study.id:
-    _, built_kind, built_formula, built_params, result = built
-    st.subheader(f"{types[built_kind].label}: {result.runs} runs ({result.seconds:.2f} s)")
-    if (built_kind, built_formula, built_params) != (kind, formula, params):
-        st.info("The settings above changed since this design was built: it shows the earlier ones. "
-                "Press **Build design** for a design of the current settings.")
+built_settings, result = st.session_state.get("design_result", (None, None))
+if result is not None and built_settings[0] == study.id and built_settings != settings:
+    st.info(f"The {result.runs}-run design built earlier used other settings, so it is not shown. Press "
+            "**Build design** for a design of the settings above (or set them back to see it).")
+elif result is not None and built_settings == settings:
+    st.subheader(f"{types[kind].label}: {result.runs} runs ({result.seconds:.2f} s)")
     if result.criteria:
         cols = st.columns(len(result.criteria))
         for col, (name, value) in zip(cols, result.criteria.items()):
@@ -139,11 +143,11 @@ if built and built[0] == study.id:
     if len(varying) >= 2:
         st.plotly_chart(scatter_matrix_figure(scatter_matrix_data(candidates, result.design, varying), varying),
                         width="stretch", key="design_plot")
-    name = st.text_input("Design name", f"{types[built_kind].label} ({result.runs} runs)", key="design_name")
+    name = st.text_input("Design name", f"{types[kind].label} ({result.runs} runs)", key="design_name")
     if st.button("Save design into the study", type="primary", key="design_save"):
         with guard():
-            design_id = store.save_design(study, result.design, name=name, kind=built_kind, formula=built_formula,
-                                          params=built_params, criteria=result.criteria, forced=flags, step=step)
+            design_id = store.save_design(study, result.design, name=name, kind=kind, formula=formula,
+                                          params=params, criteria=result.criteria, forced=flags, step=step)
             pending = result.runs - sum(flags)
             st.session_state.pop("design_result", None)
             flash(f"Saved design {design_id}: {pending} configurations to measure (Run page).")

@@ -8,7 +8,6 @@ from app.components import flash, guard, show_flash, study_picker
 from app.state import get_store
 from engine.space.factors import KINDS
 from engine.space.text import factor_table, space_from_table, valid_count
-from workflows import StudySession
 
 store = get_store()
 st.title("Space")
@@ -39,14 +38,14 @@ with guard():
     draft = space_from_table(edited.to_dict(orient="records"), constraints)
     cols = st.columns(3)
     cols[0].metric("Factors", len(draft.factors))
-    cols[1].metric("Configurations (factorial)", f"{draft.size:,}")
-    if study.spec.runner.get("kind") == "table":  # what can be measured is what the table holds
-        table = StudySession(store, study.name).table()
-        ok = int((table["status"] == "ok").sum()) if table is not None and len(table) else 0
-        cols[2].metric("Valid (measured rows of the table)", f"{ok:,}",
-                       help=f"The imported table has {0 if table is None else len(table):,} rows; {ok:,} hold a "
-                            "successful measurement. Only those can be replayed.")
+    if study.spec.runner.get("kind") == "table":  # a table study measures only its rows: count those, not levels
+        counts = store.list_studies().set_index("name").loc[study.name]
+        cols[1].metric("Rows in the table", f"{int(counts['table_rows']):,}")
+        cols[2].metric("Valid rows", f"{int(counts['table_valid']):,}",
+                       help="Rows of the imported table holding a successful measurement: the configurations "
+                            "this study can replay (its Design candidates).")
     else:
+        cols[1].metric("Configurations (factorial)", f"{draft.size:,}")
         count, exact = valid_count(draft)
         cols[2].metric("Valid" if exact else "Valid (estimated)", f"{count:,}",
                        help=None if exact else "Estimated by sampling: the space is too large to count one by one.")

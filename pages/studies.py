@@ -6,6 +6,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from importlib.metadata import PackageNotFoundError, metadata
 from pathlib import Path
 
 import pandas as pd
@@ -15,14 +16,35 @@ from app.components import flash, guard, show_flash
 from app.orientation import start_here
 from app.state import get_store
 from engine.io.ktcache import import_kt_cache
+from engine.io.paths import REPO_ROOT
 from engine.io.spec import TEMPLATES, parse_spec
 from engine.io.table_import import import_table
+from workflows.demo import LAPLACIAN_STUDY, MATMUL_STUDY, TOY_STUDY
 
 store = get_store()
 st.title("Studies")
 st.caption("A study is a search space, an objective to minimise or maximise, and a way to measure it.")
 show_flash()
 start_here(expanded=not any(len(store.decisions(name)) for name in store.study_names()))
+
+
+def _guide() -> tuple[str, str]:
+    """(where it is, text) of the README, the full guide, read here so it needs no network: the
+    checkout's file, else the copy an installed package carries in its metadata."""
+    readme = REPO_ROOT / "README.md"
+    if (REPO_ROOT / "pyproject.toml").is_file() and readme.is_file():
+        return str(readme), readme.read_text(encoding="utf-8")
+    try:
+        return "the installed package's description", metadata("tunelab")["Description"] or ""
+    except PackageNotFoundError:
+        return "", ""
+
+
+where, guide = _guide()
+if guide:
+    with st.expander("The guide: README.md (every page, the CLI, study specs)", icon=":material/menu_book:"):
+        st.caption(f"From {where}.")
+        st.markdown(guide.split("\n", 1)[1] if guide.startswith("# ") else guide)  # its title is the app's name
 
 
 @contextmanager
@@ -57,6 +79,10 @@ else:
                      "measurements", "created_at"]].rename(columns={
         "size": "configurations", "table_valid": "valid (table)", "measured": "measured configs"})
     st.dataframe(shown, hide_index=True, width="stretch", key="study_list")
+    demos = [name for name in (TOY_STUDY, MATMUL_STUDY, LAPLACIAN_STUDY) if name in set(studies["name"])]
+    if demos:
+        st.caption(f"Demo studies, in the list above: {', '.join(demos)}. Every page opens the study picked in "
+                   "its Study box; the toy problem already holds a measured screening design to analyse.")
 
 new_tab, table_tab, kt_tab, delete_tab = st.tabs(
     ["New study", "Import a table (CSV)", "Import a Kernel Tuner cache", "Delete"]
