@@ -125,6 +125,8 @@ cols[1].metric("R²", f"{summary.r_squared:.3f}")
 cols[2].metric("Adjusted R²", f"{summary.adj_r_squared:.3f}")
 cols[3].metric("Residual df", summary.df_residual)
 cols[4].metric("Transform", result.model.transform_.short_label, help=f"Response transform: {summary.transform}")
+for line in summary.warnings:
+    st.warning(line, icon=":material/warning:")
 
 
 def _colour(p: float) -> str:

@@ -39,7 +39,7 @@ def test_json_output_matches_r_with_prediction_over_the_space(lap_csv):
     assert out["power_transform"]["lambda_rounded"] == 0
     assert out["power_transform"]["lambda"] == pytest.approx(case["powerTransform"]["lambda"], abs=1e-6)
     assert out["ncv_test_untransformed"]["statistic"] == pytest.approx(case["ncvTest"]["ChiSquare"], rel=1e-9)
-    assert out["coefficients"][6]["term"] == "load_overlaptrue"
+    assert out["coefficients"][6]["term"] == "load_overlapTRUE"
     best = out["predicted_minimum"]
     assert isinstance(best["row"], int) and best["predicted"] > 0  # log model: a positive time
     frame = pd.read_csv(space)
@@ -52,7 +52,7 @@ def test_text_output_has_every_section(lap_csv):
     case, path = lap_csv
     result = run_cli("analyze", "--csv", str(path), "--formula", case["formula"], "--anova-type", "3", check=True)
     text = result.stdout
-    for expected in ("Analysis of Variance Table (Type III)", "(Intercept)", "Coefficients:", "load_overlaptrue",
+    for expected in ("Analysis of Variance Table (Type III)", "(Intercept)", "Coefficients:", "load_overlapTRUE",
                      "lambda = -0.12685", "rounded lambda = 0", "ncvTest (untransformed fit): Chisquare = 5.40816"):
         assert expected in text
 

@@ -292,3 +292,21 @@ def _release_page_store() -> None:
 
     _open(db_path()).close()
     st.cache_resource.clear()
+
+
+def test_analyze_page_warns_of_aliased_terms_and_refuses_type_iii_in_one_line(app_db):
+    """Issue 12 (classes 3, 4 and the fit's warnings): the aliased term is named in a warning, Type II
+    gives it 0 df, and Type III is refused in one error line, with no traceback."""
+    _measured_toy(app_db, n=6)
+    at = page("analyze.py").run()
+    formula = [t for t in at.text_input if t.label == "Formula"][0]
+    formula.input("y ~ x1 + x2 + I(x1 + x2)").run()
+    assert not at.exception and not at.error
+    assert any("aliased (not estimable): I(x1 + x2)" in w.value for w in at.warning)
+    at.radio(key="analyze_anova_type").set_value(2).run()
+    assert not at.exception and not at.error
+    at.radio(key="analyze_anova_type").set_value(3).run()
+    assert not at.exception
+    assert [e.value for e in at.error if "Type III" in e.value] == [
+        "Type III ANOVA: the model has aliased coefficients (I(x1 + x2)), so its tests would depend on which "
+        "column lm dropped (car refuses too); use Type II, or drop those terms"]

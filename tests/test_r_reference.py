@@ -53,7 +53,8 @@ def test_box_cox_lambda_and_its_standard_error_equal_r(case):
     """Class 7 of issue 12: SE(λ) from the analytic observed information, equal to R's analytic value
     at 1e-9 (a finite second difference carried ~1e-6 of noise). car's own SE comes from optim's
     finite-difference Hessian (step 1e-3) at its L-BFGS-B optimum: Tunelab knowingly differs from it
-    by that method's error (checked at 1e-5), as its λ̂ differs from car's by L-BFGS-B's tolerance."""
+    by that method's error (1.6e-5 in these cases, checked at 5e-5), as its λ̂ differs from car's by L-BFGS-B's
+    tolerance."""
     from engine.analysis.transform import power_transform
 
     expected = reference(case["name"])["boxcox"]
@@ -62,7 +63,7 @@ def test_box_cox_lambda_and_its_standard_error_equal_r(case):
     assert power.lambda_ == pytest.approx(expected["lambda"], rel=RTOL)
     assert power.se == pytest.approx(expected["se"], rel=RTOL)
     assert power.se == pytest.approx(expected["se_richardson"], rel=1e-7)  # an independent numeric check
-    assert power.se == pytest.approx(expected["se_car"], rel=1e-5)
+    assert power.se == pytest.approx(expected["se_car"], rel=5e-5)
     assert power.lambda_rounded == pytest.approx(expected["lambda_rounded"], rel=1e-5)
 
 
@@ -76,3 +77,46 @@ def test_f_tails_in_log_space_equal_r_where_p_underflows():
         assert log_f_sf(row["F"], row["df1"], row["df2"]) == pytest.approx(row["log_p"], rel=1e-12), row
     assert min(row["log_p"] for row in rows) < -2000  # the cases reach far past the double's range
     assert log_worth(3000.0, 2, 1000) == pytest.approx(972.95507452765673 / np.log(10), rel=1e-12)
+
+
+ANOVA_CASES = [(c, typ) for c in CASES for typ in (1, 2, 3)]
+
+
+@pytest.mark.parametrize(("case", "typ"), ANOVA_CASES, ids=[f"{c['name']}-type{t}" for c, t in ANOVA_CASES])
+def test_anova_tables_equal_r_and_car(case, typ):
+    """Classes 1, 3, 4 and 5 of issue 12: Type I as ``anova``, Types II and III as ``car::Anova`` (III under
+    sum-to-zero contrasts), whatever the columns are named, with aliased terms at 0 df in Type II and Type III
+    refused where car refuses; R's ``NA`` is NaN here."""
+    from engine.analysis import AnalysisError, anova
+
+    expected = reference(case["name"])[f"anova{typ}"]
+    model = LinearModel(case["formula"]).fit(pd.read_csv(HERE / "cases" / case["data"]))
+    if "refused" in expected:
+        with pytest.raises(AnalysisError, match="aliased") as refusal:
+            anova(model, typ)
+        assert all(name in str(refusal.value) for name in model.aliased_)  # it names them
+        return
+    table = anova(model, typ)
+    rows = expected["rows"]
+    assert list(table["term"]) == [r["term"] for r in rows]
+    assert list(table["Df"]) == [r["df"] for r in rows]
+    for column, key in (("Sum Sq", "ss"), ("F value", "F"), ("Pr(>F)", "p")):
+        np.testing.assert_allclose(table[column].to_numpy(dtype=float),
+                                   [np.nan if r[key] is None else r[key] for r in rows], rtol=ESTIMATE_RTOL,
+                                   err_msg=column)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_r_squared_and_the_overall_f_test_equal_summary_lm(case):
+    """Class 5 of issue 12: R decides centred or uncentred sums of squares from the formula's intercept, not
+    from whether the columns happen to span a constant."""
+    from engine.analysis import fit_summary
+
+    expected = reference(case["name"])["summary"]
+    model = LinearModel(case["formula"]).fit(pd.read_csv(HERE / "cases" / case["data"]))
+    summary = fit_summary(model)
+    for field in ("r_squared", "adj_r_squared", "f_value"):
+        assert getattr(summary, field) == pytest.approx(expected[field], rel=RTOL), field
+    assert (summary.f_numdf, summary.f_dendf) == (expected["f_numdf"], expected["f_dendf"])
+    assert summary.f_pvalue == pytest.approx(expected["f_p"], rel=ESTIMATE_RTOL)
+    assert list(summary.aliased) == expected["aliased"]

@@ -119,3 +119,21 @@ def test_exchange_designs_are_as_d_efficient_as_engine_design(table):
     assert ours.D >= 0.97 * reference.criteria["D"]
     forced = doptimal_rows(X, 14, forced=np.array([0, 5]), rng=np.random.default_rng(1))
     assert {0, 5} <= set(forced.tolist()) and len(forced) == 14
+
+
+def test_fastlm_type_ii_equals_car_with_aliased_terms_in_any_order():
+    """Issue 12, class 3, in the strategies' fast fit: a term inside the others' span has 0 df and no test."""
+    import pandas as pd
+
+    rng = np.random.default_rng(2)
+    data = pd.DataFrame({"x1": rng.integers(1, 9, 20) * 1.0, "x2": rng.integers(1, 9, 20) * 1.0, "x4": rng.uniform(size=20)})
+    data["x3"] = data["x1"] + 2 * data["x2"]
+    data["y"] = 1 + data["x1"] - data["x2"] + 3 * data["x4"] + rng.normal(size=20) * 0.1
+    for order in (["x1", "x2", "x3", "x4"], ["x4", "x3", "x2", "x1"]):
+        X = np.column_stack([np.ones(20), data[order].to_numpy()])
+        ours = fastlm.fit(X, data["y"].to_numpy(), [slice(i, i + 1) for i in range(1, 5)], anova_type=2,
+                          contains=[[] for _ in order])
+        ref = anova(LinearModel("y ~ " + " + ".join(order)).fit(data), 2)
+        assert ours.df.tolist() == ref["Df"].tolist()[:-1] == [0 if t != "x4" else 1 for t in order]
+        np.testing.assert_allclose(ours.f, ref["F value"].to_numpy()[:-1], rtol=1e-9)
+        np.testing.assert_allclose(ours.p, ref["Pr(>F)"].to_numpy()[:-1], rtol=1e-9)

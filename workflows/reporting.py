@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from typing import Any
 
 import pandas as pd
 
@@ -28,14 +30,22 @@ def best_or_none(study: StoredStudy, results: pd.DataFrame) -> BestConfig | None
         return None  # nothing measured successfully yet
 
 
-def model_tables(store: Store, name: str) -> dict[str, pd.DataFrame]:
-    """The ANOVA table of every stored model, labelled by id, formula and step."""
-    tables = {}
+def _stored_fits(store: Store, name: str) -> Iterator[tuple[str, Any]]:
+    """(label, row) of every stored model with an ANOVA table, labelled by id, formula and step."""
     for row in store.models(name).itertuples():
         if row.anova and row.anova != "null":
             step = "" if pd.isna(row.step) else f" (step {int(row.step)})"
-            tables[f"model {row.id}: {row.formula}{step}"] = pd.DataFrame(json.loads(row.anova))
-    return tables
+            yield f"model {row.id}: {row.formula}{step}", row
+
+
+def model_tables(store: Store, name: str) -> dict[str, pd.DataFrame]:
+    """The ANOVA table of every stored model."""
+    return {label: pd.DataFrame(json.loads(row.anova)) for label, row in _stored_fits(store, name)}
+
+
+def model_warnings(store: Store, name: str) -> dict[str, list[str]]:
+    """The fit warnings of every stored model (aliased terms, a refused Box-Cox...), labelled as its table."""
+    return {label: list(json.loads(row.summary or "{}").get("warnings") or []) for label, row in _stored_fits(store, name)}
 
 
 def report_html(store: Store, name: str) -> str:
@@ -43,5 +53,6 @@ def report_html(store: Store, name: str) -> str:
     study = store.get_study(name)
     results = results_frame(store, study)
     return study_report(study.spec, results, designs=store.designs(name), anova=model_tables(store, name) or None,
+                        fit_warnings=model_warnings(store, name),
                         decisions=readable_log(store.decisions(name)), best=best_or_none(study, results),
                         notes=store.study_notes(name))

@@ -1,14 +1,20 @@
 """ANOVA tables as R prints them: Type I (``summary(aov)``), Type II and III (``car::Anova``).
 
 * Type I: sequential SS, the squared QR effects of each term's columns in R's term order.
-* Type II (car): SS(term) = what the term adds to every term that does not contain it; error = full model.
+* Type II (car): SS(term) = what the term's columns add to all the columns of the terms that do not
+  contain it, aliased columns included: the spans, and so the table, do not depend on the term order
+  (which decides only *which* column of an aliased set lm drops), and a term inside the others' span
+  gets 0 df and no test, as car prints it.
 * Type III (car): the model refitted with sum-to-zero contrasts; SS(term) = what the term's columns
   add to all the other columns. The contrasts change these tests whenever a categorical factor has
-  an interaction, so the sum-coded matrix is built explicitly (booleans count as two-level factors,
-  as R reads ``true``/``false``).
+  an interaction, so the sum-coded matrix is built explicitly (booleans count as two-level factors).
+  With aliased coefficients the tests depend on which columns were dropped, so it is refused, as car
+  refuses it.
 """
 
 from __future__ import annotations
+
+import ast
 
 import numpy as np
 import pandas as pd
@@ -29,6 +35,10 @@ def anova(model: LinearModel, typ: int = 1) -> pd.DataFrame:
     """The ANOVA table of a fitted model, one row per term then ``Residuals``."""
     if typ not in ANOVA_TYPES:
         raise AnalysisError(f"anova type {typ!r}: expected 1, 2 or 3")
+    if typ == 3 and model.aliased_:
+        raise AnalysisError(
+            f"Type III ANOVA: the model has aliased coefficients ({', '.join(model.aliased_)}), so its tests "
+            "would depend on which column lm dropped (car refuses too); use Type II, or drop those terms")
     rows = {1: _type1, 2: _type2, 3: _type3}[typ](model)
     return _table(rows, model.qr_.rss(model.y_), model.df_resid_)
 
@@ -51,23 +61,19 @@ def _type1(model: LinearModel) -> list[tuple[str, int, float]]:
     return rows
 
 
-def _intercept_positions(model: LinearModel) -> list[int]:
-    in_terms = {p for term in model.terms_ for p in model.term_positions(term)}
-    return [p for p in range(len(model.kept_)) if p not in in_terms]
-
-
 def _type2(model: LinearModel) -> list[tuple[str, int, float]]:
+    """Every column, aliased ones too, in the coordinates of the fit's Q: an aliased column lies in that
+    span, so ``Q'X`` holds all of X and each sub-model is again a small QR."""
+    columns = model.qr_.Q.T @ model.matrix_.X
+    effects = model.qr_.effects(model.y_)
+    in_terms = {c for term in model.terms_ for c in range(term.columns.start, term.columns.stop)}
+    intercept = [c for c in range(columns.shape[1]) if c not in in_terms]
     rows = []
     for term in model.terms_:
-        positions = model.term_positions(term)
-        if not positions:
-            continue
-        base = _intercept_positions(model) + [
-            p for other in model.terms_ if other is not term and not other.contains(term) for p in model.term_positions(other)
-        ]
-        ss, df = added_ss(model.qr_.R, base, positions, model.qr_.effects(model.y_))
-        if df:
-            rows.append((term.display, df, ss))
+        base = intercept + [c for other in model.terms_ if other is not term and not other.contains(term)
+                            for c in range(other.columns.start, other.columns.stop)]
+        ss, df = added_ss(columns, base, range(term.columns.start, term.columns.stop), effects)
+        rows.append((term.display, df, ss if df else np.nan))
     return rows
 
 
@@ -93,10 +99,13 @@ def sum_coded_matrix(model: LinearModel) -> tuple[np.ndarray, list[tuple[str, li
     if not any(is_categorical(f, data) for term in model.terms_ for f in term.factors):
         blocks = [(t.display, list(range(t.columns.start, t.columns.stop))) for t in model.terms_]
         return model.matrix_.X, intercept + blocks
-    parts = [":".join(_sum_factor(f, data) for f in term.factors) for term in model.terms_]
-    text = ("1 + " if model.formula_.has_intercept else "0 + ") + " + ".join(parts)
+    # The data columns get internal names first: a column called C or contr must not change what this
+    # code's own C(..., contr.sum) means.
     frame = model_frame(data, model.formula_.variables)
-    matrix = formulaic_matrix(Formula(text, _ordering="none"), frame)
+    names = {column: f"_column{i}" for i, column in enumerate(frame.columns)}
+    parts = [":".join(_sum_factor(f, data, names) for f in term.factors) for term in model.terms_]
+    text = ("1 + " if model.formula_.has_intercept else "0 + ") + " + ".join(parts)
+    matrix = formulaic_matrix(Formula(text, _ordering="none"), frame.rename(columns=names))
     slices = [(str(t), s) for t, s in matrix.model_spec.term_slices.items()]
     term_slices = [s for label, s in slices if label != "1"]
     if len(term_slices) != len(model.terms_):
@@ -105,17 +114,39 @@ def sum_coded_matrix(model: LinearModel) -> tuple[np.ndarray, list[tuple[str, li
     return np.asarray(matrix, dtype=float), intercept + blocks
 
 
-def _sum_factor(factor: str, data: pd.DataFrame) -> str:
-    """Rewrite one (already whitelisted) factor expression to carry sum-to-zero contrasts."""
+def _sum_factor(factor: str, data: pd.DataFrame, names: dict[str, str]) -> str:
+    """One (already whitelisted) factor expression over the renamed columns, with sum-to-zero contrasts
+    where it is categorical."""
+    tree = _Renamer(names).visit(ast.parse(factor, mode="eval")).body
     if not is_categorical(factor, data):
-        return factor
-    inner = factor[2:-1] if factor.startswith("C(") and factor.endswith(")") else factor
-    return f"C({inner}, contr.sum)"
+        return ast.unparse(tree)
+    if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and tree.func.id == "C":
+        tree = tree.args[0]
+    return f"C({ast.unparse(tree)}, contr.sum)"
+
+
+class _Renamer(ast.NodeTransformer):
+    """Renames the columns an expression reads; a called name stays the function it is (R's rule)."""
+
+    def __init__(self, names: dict[str, str]) -> None:
+        self.names = names
+
+    def visit_Call(self, node: ast.Call) -> ast.Call:
+        node.args = [self.visit(arg) for arg in node.args]
+        node.keywords = [self.visit(keyword) for keyword in node.keywords]
+        return node
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        return ast.Name(self.names.get(node.id, node.id), node.ctx)
 
 
 def _table(rows: list[tuple[str, int, float]], rss: float, df_resid: int) -> pd.DataFrame:
-    records = []
+    """The table's figures from (term, df, SS); a term with 0 df (inside the others' span) has no test."""
+    records: list[tuple[str, int, float, float, float, float, str | None]] = []
     for name, df, ss in rows:
+        if not df:
+            records.append((name, 0, np.nan, np.nan, np.nan, np.nan, None))
+            continue
         f_value = (ss / df) / (rss / df_resid)
         p = float(stats.f.sf(f_value, df, df_resid))
         records.append((name, df, ss, ss / df, f_value, p, stars(p)))

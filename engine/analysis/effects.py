@@ -135,7 +135,7 @@ def effect_summary(model: LinearModel, anova_table: pd.DataFrame) -> pd.DataFram
     df_resid = float(by_term.loc["Residuals", "Df"]) if "Residuals" in by_term.index else float(model.df_resid_)
     rows = []
     for term in model.terms_:
-        if term.display in by_term.index:
+        if term.display in by_term.index and by_term.loc[term.display, "Df"] > 0:  # 0 df: inside the others' span
             row = by_term.loc[term.display]
             worth = log_worth(float(row["F value"]), float(row["Df"]), df_resid)
             rows.append((term.display, float(row["Pr(>F)"]), worth))

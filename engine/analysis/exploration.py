@@ -31,7 +31,7 @@ def profile(model: LinearModel, at: Mapping[str, Any], level: float = 0.95) -> p
 def importance(model: LinearModel, anova_table: pd.DataFrame) -> pd.DataFrame:
     """Each factor's share of the explained sum of squares: its terms' Sum Sq, an interaction's split
     evenly among its factors. A linear-model analogue of optuna's importance bars."""
-    sums = anova_table.set_index("term")["Sum Sq"]
+    sums = anova_table.set_index("term")["Sum Sq"].fillna(0.0)  # a 0-df term (in the others' span) adds none
     share = dict.fromkeys(model.variables_, 0.0)
     for term in model.terms_:
         for factor in term.variables:

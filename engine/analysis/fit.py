@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import statsmodels.api as sm
 from scipy import linalg, stats
+from statsmodels.regression.linear_model import OLS
 
 from engine.analysis.data import AnalysisError, complete_rows
 from engine.analysis.labels import Term, boolean_variables, column_display, model_terms, stars
@@ -69,11 +69,34 @@ class LinearModel:
         if self.n_ <= self.qr_.rank:
             raise AnalysisError(f"formula {self.formula!r}: no residual degrees of freedom ({self.n_} rows, rank {self.qr_.rank})")
         self.ncv_untransformed_ = ncv_test(self.qr_.resid(self.y_raw_), self.qr_.fitted(self.y_raw_))
+        self.boxcox_refusal_: str | None = None
         self.power_, self.transform_ = self._resolve_transform()
         self.y_ = self.transform_.apply(self.y_raw_)
-        self.results_ = sm.OLS(self.y_, self.X_).fit(method="qr")
+        self.results_ = OLS(self.y_, self.X_).fit(method="qr")
         self.std_errors_, self.t_values_, self.p_values_ = self._coefficient_tests()
+        self.warnings_ = self._warnings()
         return self
+
+    def _warnings(self) -> tuple[str, ...]:
+        """One line per thing a reader of this fit must know that its tables do not say by themselves."""
+        lines = []
+        for column in sorted(self.variables_):
+            values = self.data_[column].dropna().unique()
+            if len(values) == 1:
+                value = f"{values[0]:g}" if isinstance(values[0], (float, np.floating)) else values[0]
+                lines.append(f"column '{column}' is constant ({value} in every row): its terms cannot be "
+                             "estimated apart from the intercept")
+        if self.aliased_:
+            lines.append(f"aliased (not estimable): {', '.join(self.aliased_)}: each is a combination of the "
+                         "columns before it; Type II gives such terms 0 df, Type III is refused")
+        if not self.formula_.has_intercept:
+            ones = np.ones(self.n_)
+            if np.linalg.norm(self.qr_.resid(ones)) < 1e-7 * np.sqrt(self.n_):
+                lines.append("no intercept in the formula, yet its columns span a constant: R² and the F test "
+                             "are about zero, not the mean, as R computes them; add the intercept for the usual R²")
+        if self.boxcox_refusal_:
+            lines.append(self.boxcox_refusal_)
+        return tuple(lines)
 
     def _coefficient_tests(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Standard errors, t and p of the coefficients from the QR factor, as R's ``summary.lm``:
@@ -124,9 +147,12 @@ class LinearModel:
         if positive:
             try:
                 power = power_transform(self.boxcox_profile())
-            except TransformError:
+            except TransformError as exc:
                 if choice in ("boxcox", "boxcox-round"):
                     raise
+                self.boxcox_refusal_ = str(exc)
+        else:
+            self.boxcox_refusal_ = f"Box-Cox: not available, the response '{self.response_}' has values <= 0"
         if not isinstance(choice, str):  # a finite number: _check_transform refused everything else
             require_positive(self.y_raw_, self.response_, f"bcPower({choice})")
             return power, Transform(float(choice))
@@ -189,6 +215,7 @@ class FitSummary:
     bic: float
     aliased: tuple[str, ...]
     transform: str
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -199,22 +226,40 @@ def fit_summary(model: LinearModel) -> FitSummary:
     n, rank = model.n_, model.qr_.rank
     loglik = float(r.llf)
     params = rank + 1
+    r_squared, adj_r_squared, f_value, f_numdf, f_pvalue = _overall_test(model)
     return FitSummary(
         n=n,
         n_excluded=model.n_excluded_,
         rank=rank,
         df_residual=model.df_resid_,
         sigma=math.sqrt(float(r.ssr) / model.df_resid_),
-        r_squared=float(r.rsquared),
-        adj_r_squared=float(r.rsquared_adj),
-        f_value=float(r.fvalue) if rank > int(r.k_constant) else math.nan,
-        f_numdf=int(r.df_model),
+        r_squared=r_squared,
+        adj_r_squared=adj_r_squared,
+        f_value=f_value,
+        f_numdf=f_numdf,
         f_dendf=model.df_resid_,
-        f_pvalue=float(r.f_pvalue) if rank > int(r.k_constant) else math.nan,
+        f_pvalue=f_pvalue,
         loglik=loglik,
         aic=-2.0 * loglik + 2.0 * params,
         bic=-2.0 * loglik + math.log(n) * params,
         aliased=model.aliased_,
         transform=model.transform_.label,
+        warnings=model.warnings_,
     )
 
+
+def _overall_test(model: LinearModel) -> tuple[float, float, float, int, float]:
+    """R², adjusted R², F, its numerator df and p as ``summary.lm``: sums of squares about the mean when
+    the *formula* has an intercept, about zero when it has none, even where the columns span a constant
+    (statsmodels decides from the columns, which changes all five for ``y ~ f - 1``)."""
+    fitted, resid = model.fitted_, model.resid_
+    intercept = int(model.formula_.has_intercept)
+    mss = float(np.sum((fitted - fitted.mean()) ** 2) if intercept else fitted @ fitted)
+    rss = float(resid @ resid)
+    numdf, df_resid = model.qr_.rank - intercept, model.df_resid_
+    if numdf == 0:
+        return 0.0, 0.0, math.nan, 0, math.nan
+    r_squared = mss / (mss + rss)
+    adj = 1.0 - (1.0 - r_squared) * (model.n_ - intercept) / df_resid
+    f_value = (mss / numdf) / (rss / df_resid)
+    return r_squared, adj, f_value, numdf, float(stats.f.sf(f_value, numdf, df_resid))

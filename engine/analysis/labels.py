@@ -1,9 +1,12 @@
 """Model terms with R's names, so every table reads as R prints it and compares with R's output.
 
-formulaic normalises expressions (``I(x8 ** 2)``, ``I(1 / x)``, ``C(v)[T.2]``); R deparses them as
-``I(x8^2)``, ``I(1/x)``, ``C(v)2``, and a two-level factor read from ``true``/``false`` becomes the
-dummy ``load_overlaptrue``. The helpers here translate, and :class:`Term` keeps, for each term, the
-factor expressions (for car's containment rule) and the data columns it uses (for decisions).
+formulaic normalises expressions (``I(x8 ** 2)``, ``I(1 / x)``, ``C(v)[T.2]``, and ``f[hi]`` where a
+factor is coded in full, without intercept); R deparses them as ``I(x8^2)``, ``I(1/x)``, ``C(v)2``,
+``fhi``, and a boolean column is R's logical, whose dummy is ``load_overlapTRUE``. Every table, page
+and export uses these R names. (R 4.2's ``read.csv`` keeps lowercase ``true``/``false`` as strings, so
+R itself names that column ``load_overlaptrue``; Tunelab reads them as booleans.) The helpers here
+translate, and :class:`Term` keeps, for each term, the factor expressions (for car's containment rule)
+and the data columns it uses (for decisions).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from engine.space.expr import FORMULA_FUNCTIONS, check
 #: R's ``symnum`` cutpoints for significance stars; intervals are right-closed.
 STAR_CUTPOINTS = ((0.001, "***"), (0.01, "**"), (0.05, "*"), (0.1, "."))
 
-_TREATMENT_LEVEL = re.compile(r"^(.*)\[T\.(.*)\]$")
+_LEVEL = re.compile(r"^(.*)\[(?:T\.)?(.*)\]$")
 
 
 def stars(p: float | None) -> str | None:
@@ -77,11 +80,11 @@ def column_display(column: str, boolean_variables: frozenset[str] = frozenset())
         return "(Intercept)"
     out = []
     for part in split_factors(column):
-        match = _TREATMENT_LEVEL.match(part)
+        match = _LEVEL.match(part)
         if match:
             out.append(r_expression(match.group(1)) + match.group(2))
         elif part in boolean_variables:
-            out.append(part + "true")
+            out.append(part + "TRUE")
         else:
             out.append(r_expression(part))
     return ":".join(out)
@@ -127,5 +130,5 @@ def model_terms(term_slices: dict[str, slice], data: pd.DataFrame) -> tuple[Term
 
 
 def boolean_variables(data: pd.DataFrame) -> frozenset[str]:
-    """Columns stored as booleans (shown with R's ``true`` suffix)."""
+    """Columns stored as booleans (shown with R's ``TRUE`` suffix)."""
     return frozenset(c for c in data.columns if pd.api.types.is_bool_dtype(data[c].dtype))

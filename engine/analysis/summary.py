@@ -68,16 +68,13 @@ class Analysis:
             f"Residual standard error: {s.sigma:.6g} on {s.df_residual} degrees of freedom",
             f"R-squared: {s.r_squared:.6g}, adjusted R-squared: {s.adj_r_squared:.6g}; AIC: {s.aic:.6g}, BIC: {s.bic:.6g}",
         ]
-        if s.aliased:
-            lines.append(f"Aliased (not estimable): {', '.join(s.aliased)}")
+        lines += [f"Warning: {line}" for line in s.warnings]
         if self.power:
             p = self.power
             lines.append(
                 f"Box-Cox (powerTransform): lambda = {p.lambda_:.6g} (SE {p.se:.4g}; Wald 95% [{p.wald_lower:.4g}, "
                 f"{p.wald_upper:.4g}]), rounded lambda = {p.lambda_rounded:g}"
             )
-        else:
-            lines.append("Box-Cox (powerTransform): not available (the response has values <= 0)")
         for label, test in (("untransformed fit", self.ncv_untransformed), ("this fit", self.ncv)):
             lines.append(f"ncvTest ({label}): Chisquare = {test.statistic:.6g}, Df = {test.df}, p = {test.p:.4g}")
         if self.best:

@@ -25,7 +25,8 @@ body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem 
 h1{font-size:1.6rem}h2{font-size:1.25rem;border-bottom:1px solid #ddd;padding-bottom:.2rem;margin-top:2rem}
 table{border-collapse:collapse;margin:.5rem 0;font-size:.9rem}th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:left}
 td,.notes{white-space:pre-line}
-th{background:#f4f4f4}.muted{color:#666}.figure{margin:1rem 0}code{background:#f4f4f4;padding:0 .2rem}
+th{background:#f4f4f4}.muted{color:#666}
+.warning{background:#fff8e1;color:#6b4a00;padding:.25rem .5rem}.figure{margin:1rem 0}code{background:#f4f4f4;padding:0 .2rem}
 """
 _COLORS = {"points": "#4c78a8", "best": "#e45756", "axis": "#888"}
 
@@ -151,6 +152,7 @@ def study_report(
     *,
     designs: pd.DataFrame | None = None,
     anova: Mapping[str, pd.DataFrame] | pd.DataFrame | None = None,
+    fit_warnings: Mapping[str, Sequence[str]] | None = None,  # per ANOVA table, what its fit warned of
     decisions: pd.DataFrame | None = None,  # as a person reads it: engine.analysis.study_data.readable_log
     figures: Sequence[tuple[str, Any]] = (),
     best: Any = None,
@@ -177,8 +179,10 @@ def study_report(
                                                            "created_at"]))
     if anova is not None:
         tables = {"ANOVA": anova} if isinstance(anova, pd.DataFrame) else dict(anova)
-        parts.append("<h2>ANOVA</h2>" + "".join(f"<h3>{_e(name)}</h3>{_table(readable_table(t))}"
-                                                for name, t in tables.items()))
+        warned = fit_warnings or {}
+        parts.append("<h2>ANOVA</h2>" + "".join(
+            f"<h3>{_e(name)}</h3>" + "".join(f'<p class="warning">Warning: {_e(line)}</p>' for line in warned.get(name, ()))
+            + _table(readable_table(t)) for name, t in tables.items()))
     if decisions is not None:
         parts.append("<h2>Decisions log</h2>" + _table(decisions))
     data = progress_data(spec, measurements)

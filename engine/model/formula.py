@@ -176,7 +176,7 @@ def parse(formula: str, columns: Iterable[str]) -> ParsedFormula:
     label = _label(formula)
     columns = list(columns)
     _check_shape(text, columns, label)
-    parsed = _formulaic(lambda: Formula(text, _ordering="degree"), label)
+    parsed = _in_variable_order(_formulaic(lambda: Formula(text, _ordering="degree"), label), text, label)
     rhs = parsed.rhs if hasattr(parsed, "rhs") else parsed
     response = None
     if hasattr(parsed, "lhs"):
@@ -198,6 +198,26 @@ def parse(formula: str, columns: Iterable[str]) -> ParsedFormula:
     if response is not None:
         variables |= _factor_columns(response, columns, f"{label}: response")
     return ParsedFormula(formula.strip(), response, tuple(terms), frozenset(variables), intercept, parsed)
+
+
+def _in_variable_order(parsed: Formula, text: str, label: str) -> Formula:
+    """The formula with each interaction's factors in the order the formula first mentions them, as R's
+    ``terms()`` orders them (``y ~ x + b + b:x`` has the term ``x:b``, coefficient ``x:bTRUE``); formulaic
+    keeps each interaction as written. The order decides the names and the order of the term's columns."""
+    written = _formulaic(lambda: Formula(text, _ordering="none"), label)
+    order: dict[str, int] = {}
+    for term in written.rhs if hasattr(written, "rhs") else written:
+        for factor in term.factors:
+            order.setdefault(factor.expr, len(order))
+    terms = [term for term in (parsed.rhs if hasattr(parsed, "rhs") else parsed) if str(term) != "1"]
+    factors = [[f.expr for f in term.factors] for term in terms]
+    placed = [sorted(names, key=order.__getitem__) for names in factors]
+    if placed == factors:
+        return parsed
+    intercept = "1" if len(terms) < len(parsed.rhs if hasattr(parsed, "rhs") else parsed) else "0"
+    lhs = f"{parsed.lhs} ~ " if hasattr(parsed, "lhs") else ""
+    rewritten = lhs + " + ".join([intercept, *(":".join(names) for names in placed)])
+    return _formulaic(lambda: Formula(rewritten, _ordering="degree"), label)
 
 
 def _factor_columns(expr: str, columns: list[str], what: str) -> set[str]:

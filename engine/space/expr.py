@@ -273,6 +273,9 @@ class _Checker:
         if isinstance(node, ast.Call):
             self.call(node)
             return [(arg, False) for arg in node.args]
+        if isinstance(node, ast.Attribute) and _dotted(node) in self.names:  # R reads x.y as one name
+            self.refuse(f"column '{_dotted(node)}': a dot in a name reads as attribute access here; "
+                        f"rename the column (e.g. '{str(_dotted(node)).replace('.', '_')}')")
         self.refuse(f"{_token(node)} is not allowed")
 
     def allowed(self, op: ast.AST, table: Mapping[type[ast.AST], Callable[..., Any]]) -> None:

@@ -26,7 +26,7 @@ from typing import cast
 import numpy as np
 from scipy import optimize, special
 
-from engine.analysis.lsq import QR, qr
+from engine.analysis.lsq import QR, added_ss, qr
 from engine.analysis.options import NCV_ALPHA
 
 
@@ -115,20 +115,16 @@ class FastFit:
         return prediction
 
 
-def _rss(X: np.ndarray, z: np.ndarray) -> float:
-    r = qr(X).resid(z) if X.shape[1] else z
-    return float(r @ r)
-
-
-def type2_ss(X: np.ndarray, z: np.ndarray, slices: Sequence[slice], contains: Sequence[Sequence[int]]) -> np.ndarray:
-    """car's Type II: what each term adds to every term that does not contain it (``contains[t]``:
-    the terms containing term t)."""
-    out = np.zeros(len(slices))
+def type2(X: np.ndarray, z: np.ndarray, slices: Sequence[slice], contains: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """car's Type II sums of squares and df: what each term's columns add to all the columns (aliased
+    ones too) of the terms that do not contain it (``contains[t]``: the terms containing term t), so a
+    term inside the others' span has 0 df whatever the term order."""
+    ss, df = np.zeros(len(slices)), np.zeros(len(slices))
     for t, sl in enumerate(slices):
         drop = {t, *contains[t]}
         base = [0] + [c for u, other in enumerate(slices) if u not in drop for c in range(other.start, other.stop)]
-        out[t] = _rss(X[:, base], z) - _rss(X[:, base + list(range(sl.start, sl.stop))], z)
-    return np.maximum(out, 0.0)
+        ss[t], df[t] = added_ss(X, base, range(sl.start, sl.stop), z)
+    return ss, df
 
 
 def fit(X: np.ndarray, y: np.ndarray, slices: Sequence[slice], transform: str | float = "none", ncv_alpha: float = NCV_ALPHA,
@@ -166,7 +162,7 @@ def fit(X: np.ndarray, y: np.ndarray, slices: Sequence[slice], transform: str | 
         df[t] = len(pos)
         ss[t] = float(effects[pos] @ effects[pos]) if pos else 0.0
     if anova_type == 2:
-        ss = np.where(df > 0, type2_ss(X, z, slices, contains or [[] for _ in slices]), 0.0)
+        ss, df = type2(X, z, slices, contains or [[] for _ in slices])
     with np.errstate(divide="ignore", invalid="ignore"):
         fval = np.where(df > 0, (ss / np.maximum(df, 1)) / (rss / df_resid), np.nan)
         p = np.where(df > 0, f_sf(np.where(df > 0, fval, 0.0), np.maximum(df, 1), df_resid), np.nan)

@@ -43,6 +43,26 @@ boxcox_of <- function(fit) {
       lambda_rounded = num(unname(pt$roundlam)))
 }
 
+# An ANOVA table (anova or car::Anova) as rows of term, Df, Sum Sq, F, p; car's refusal as its message.
+anova_of <- function(make) {
+  table <- tryCatch(make(), error = function(e) conditionMessage(e))
+  if (is.character(table)) return(obj(refused = str(table)))
+  table <- as.data.frame(table)
+  ss <- if ("Sum Sq" %in% names(table)) table[["Sum Sq"]] else table[["Sum of Sq"]]
+  obj(rows = arr(sapply(seq_len(nrow(table)), function(i) obj(
+    term = str(rownames(table)[i]), df = num(table$Df[i]), ss = num(ss[i]),
+    F = num(table[["F value"]][i]), p = num(table[["Pr(>F)"]][i])))))
+}
+
+# summary.lm's R², adjusted R² and overall F (R decides centred or not from the formula's intercept).
+summary_of <- function(fit) {
+  s <- summary(fit); f <- s$fstatistic
+  obj(r_squared = num(s$r.squared), adj_r_squared = num(s$adj.r.squared), f_value = num(f[["value"]]),
+      f_numdf = num(f[["numdf"]]), f_dendf = num(f[["dendf"]]),
+      f_p = num(pf(f[["value"]], f[["numdf"]], f[["dendf"]], lower.tail = FALSE)),
+      aliased = arr(vapply(names(which(is.na(coef(fit)))), str, "")))
+}
+
 cases <- read.csv(file.path(here, "cases.csv"), stringsAsFactors = FALSE)
 for (i in seq_len(nrow(cases))) {
   case <- cases[i, ]
@@ -53,7 +73,12 @@ for (i in seq_len(nrow(cases))) {
     name = str(case$name), formula = str(case$formula), r_version = str(R.version.string),
     car_version = str(as.character(packageVersion("car"))), kappa = num(kappa(X, exact = TRUE)),
     coefficients = coefficients_of(fit), sigma = num(summary(fit)$sigma),
-    df_residual = num(fit$df.residual),
+    df_residual = num(fit$df.residual), summary = summary_of(fit),
+    anova1 = anova_of(function() anova(fit)), anova2 = anova_of(function() Anova(fit, type = 2)),
+    anova3 = anova_of(function() {  # car's Type III is meant for sum-to-zero contrasts
+      old <- options(contrasts = c("contr.sum", "contr.poly")); on.exit(options(old))
+      Anova(lm(as.formula(case$formula), data = data), type = 3)
+    }),
     boxcox = if (case$boxcox == "yes") boxcox_of(fit) else "null")
   writeLines(json, file.path(here, "r", paste0(case$name, ".json")))
   cat("wrote", case$name, "\n")

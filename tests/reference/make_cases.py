@@ -1,0 +1,65 @@
+"""Writes the synthetic data sets of cases/ (seeded, so a rerun writes the same files). Run by hand when a
+case is added; `make reference` then computes R's values for them. The SPAPT-like ones are kept as written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+CASES = Path(__file__).parent / "cases"
+
+
+def collision(rng: np.random.Generator) -> pd.DataFrame:
+    """Columns named like the engine's own formula code (``C``, ``contr``), an unbalanced 3x2 layout."""
+    n = 30
+    d = pd.DataFrame({"C": rng.choice(list("abc"), n), "contr": rng.normal(size=n).round(3),
+                      "f": rng.choice(["s", "t"], n)})
+    d["y"] = (3 + d["contr"] + 2 * (d["C"] == "b") + 1.5 * (d["f"] == "t") * (d["C"] != "a")
+              + rng.normal(size=n) * 0.5).round(4)
+    return d
+
+
+def functions(rng: np.random.Generator) -> pd.DataFrame:
+    """One column per whitelisted function, each in that function's domain."""
+    n = 24
+    d = pd.DataFrame({name: rng.uniform(0.5, 4.0, n).round(3) for name in ("x1", "x2", "x3", "x4", "x5")})
+    d["x6"] = rng.uniform(-3.0, 3.0, n).round(3)
+    d["y"] = (np.log(d.x1) + np.sqrt(d.x5) + 0.2 * np.exp(d.x4) + np.abs(d.x6) + rng.normal(size=n) * 0.3).round(4)
+    return d
+
+
+def aliased(rng: np.random.Generator) -> pd.DataFrame:
+    """x3 = x1 + 2·x2 exactly, and an empty cell of f×g: aliased coefficients in a main effect and in an
+    interaction."""
+    rows = [(f, g) for f in "pqr" for g in "uv" if (f, g) != ("r", "v")] * 5
+    d = pd.DataFrame(rows, columns=["f", "g"])
+    d["x1"] = rng.integers(1, 9, len(d))
+    d["x2"] = rng.integers(1, 9, len(d))
+    d["x3"] = d["x1"] + 2 * d["x2"]
+    d["y"] = (1 + 0.5 * d.x1 - 0.3 * d.x2 + (d.f == "q") + 0.7 * (d.g == "v") + rng.normal(size=len(d)) * 0.4).round(4)
+    return d
+
+
+def no_intercept(rng: np.random.Generator) -> pd.DataFrame:
+    """A factor with full dummy coding and no intercept: the columns span a constant, the formula has none."""
+    n = 27
+    d = pd.DataFrame({"f": rng.choice(["lo", "mid", "hi"], n), "x": rng.uniform(0, 10, n).round(3)})
+    d["y"] = (5 + 2 * (d.f == "hi") + 0.3 * d.x + rng.normal(size=n)).round(4)
+    return d
+
+
+def booleans(rng: np.random.Generator) -> pd.DataFrame:
+    """A logical factor written before a number in an interaction (R names it ``x:bTRUE``), a constant column."""
+    n = 20
+    d = pd.DataFrame({"x": rng.uniform(1, 5, n).round(3), "b": rng.choice([True, False], n), "k": 5.0})
+    d["y"] = (2 + d.x + 1.2 * d.b * d.x + rng.normal(size=n) * 0.5).round(4)
+    d["b"] = d["b"].map({True: "TRUE", False: "FALSE"})  # R reads these as logical ("True" stays a string)
+    return d
+
+
+if __name__ == "__main__":
+    for seed, make in enumerate((collision, functions, aliased, no_intercept, booleans), start=12):
+        make(np.random.default_rng(seed)).to_csv(CASES / f"{make.__name__}.csv", index=False)
+        print("wrote", make.__name__)
