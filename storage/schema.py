@@ -159,4 +159,70 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        6,
+        "DiffTune: CPUs, decoded basic blocks, their measured throughputs, parameter tables, evaluations",
+        """
+        -- One row per CPU that measured anything: experiments never mix CPUs.
+        CREATE TABLE cpus (
+            cpu_id     VARCHAR PRIMARY KEY,
+            vendor     VARCHAR NOT NULL,
+            family     INTEGER NOT NULL,
+            model      INTEGER NOT NULL,
+            stepping   INTEGER,
+            microcode  VARCHAR,
+            model_name VARCHAR,
+            mcpu       VARCHAR,
+            first_seen TIMESTAMP NOT NULL DEFAULT current_timestamp
+        );
+        -- A block is decoded once per machine (and decoder version): the instructions as JSON.
+        CREATE TABLE blocks (
+            hex        VARCHAR NOT NULL,
+            decoder    VARCHAR NOT NULL,
+            n_instr    INTEGER NOT NULL,
+            decoded    VARCHAR NOT NULL,
+            decoded_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
+            PRIMARY KEY (hex, decoder)
+        );
+        -- Cycles per 100 iterations on one CPU; pass 1, 2... are independent re-measurements.
+        CREATE TABLE block_measurements (
+            hex           VARCHAR NOT NULL,
+            cpu_id        VARCHAR NOT NULL,
+            pass          INTEGER NOT NULL,
+            status        VARCHAR NOT NULL,
+            cycles_min    DOUBLE,
+            cycles_median DOUBLE,
+            repeats       VARCHAR,
+            error         VARCHAR,
+            measured_at   TIMESTAMP NOT NULL DEFAULT current_timestamp,
+            PRIMARY KEY (hex, cpu_id, pass)
+        );
+        CREATE SEQUENCE param_table_id_seq START 1;
+        CREATE TABLE param_tables (
+            id         INTEGER PRIMARY KEY DEFAULT nextval('param_table_id_seq'),
+            name       VARCHAR NOT NULL UNIQUE,
+            arch       VARCHAR NOT NULL,
+            provenance VARCHAR NOT NULL DEFAULT '{}',
+            body       VARCHAR NOT NULL,
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+        );
+        CREATE SEQUENCE simulator_evaluation_id_seq START 1;
+        CREATE TABLE simulator_evaluations (
+            id         INTEGER PRIMARY KEY DEFAULT nextval('simulator_evaluation_id_seq'),
+            arch       VARCHAR NOT NULL,
+            truth      VARCHAR NOT NULL,
+            cpu_id     VARCHAR,
+            summary    VARCHAR NOT NULL DEFAULT '{}',
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+        );
+        CREATE TABLE simulator_predictions (
+            evaluation_id INTEGER NOT NULL,
+            hex           VARCHAR NOT NULL,
+            predictor     VARCHAR NOT NULL,
+            cycles        DOUBLE,
+            truth         DOUBLE,
+            PRIMARY KEY (evaluation_id, hex, predictor)
+        );
+        """,
+    ),
 ]

@@ -202,11 +202,12 @@ class Store:
                 raise
 
     def insert_frame(self, table: str, frame: pd.DataFrame) -> None:
-        """Bulk-insert ``frame`` (its columns in ``table``'s column order) in one statement."""
+        """Bulk-insert ``frame`` (columns named as ``table``'s; the others take their defaults) in one statement."""
+        columns = ", ".join(frame.columns)
         with self._lock:
             self._con.register("_incoming_frame", frame)
             try:
-                self._con.execute(f"INSERT INTO {table} SELECT {', '.join(frame.columns)} FROM _incoming_frame")
+                self._con.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM _incoming_frame")
             finally:
                 self._con.unregister("_incoming_frame")
 
