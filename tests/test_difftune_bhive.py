@@ -1,0 +1,52 @@
+"""Selecting BHive blocks: the anchor sample first, may-alias blocks never, then the rest in a fixed order."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+from engine.errors import UserError
+from engine.io.paths import data_dir
+from engine.surrogates.difftune import bhive
+
+
+@pytest.fixture
+def folder(tmp_path):
+    (tmp_path / "bhive" / "sources").mkdir(parents=True)
+    (tmp_path / "llvm_mca_anchor").mkdir()
+    (tmp_path / "llvm_mca_anchor" / bhive.ANCHOR.name).write_text("hex,n_instr,haswell_mca19\n90,1,100\n4801c3,1,100\n")
+    for name, rows in (("a.csv.gz", "90,0.1\n4801d8,0.2\n"), ("b.csv.gz", "4801c3,0.3\nc3c3,0.1\n0f05,0.5\n")):
+        with gzip.open(tmp_path / "bhive" / "sources" / name, "wt") as handle:
+            handle.write(rows)
+    with gzip.open(tmp_path / "bhive" / "may-alias.csv.gz", "wt") as handle:
+        handle.write("4801c3\nc3c3\n")
+    return tmp_path
+
+
+def test_the_anchor_comes_first_and_may_alias_blocks_never(folder):
+    assert bhive.select(source="anchor", folder=folder) == ["90"]
+    chosen = bhive.select(folder=folder)
+    assert chosen[0] == "90" and sorted(chosen[1:]) == ["0f05", "4801d8"]
+    assert bhive.select(folder=folder) == chosen  # a fixed order: a resumed run picks the same blocks
+    assert bhive.select(2, folder=folder) == chosen[:2]
+    assert bhive.distinct_blocks(folder) == ["0f05", "4801c3", "4801d8", "90", "c3c3"]
+
+
+def test_bad_arguments_are_one_line(folder, tmp_path_factory):
+    with pytest.raises(UserError, match="source 'spec': expected one of anchor, bhive"):
+        bhive.select(source="spec", folder=folder)
+    with pytest.raises(UserError, match="limit 0: must be at least 1"):
+        bhive.select(0, folder=folder)
+    empty = tmp_path_factory.mktemp("empty")
+    with pytest.raises(UserError, match="no bhive/ in it"):
+        bhive.select(folder=empty)
+
+
+def test_the_real_anchor_sample():
+    if data_dir() is None or not (data_dir() / bhive.ANCHOR).is_file():
+        pytest.skip("the data folder is absent")
+    sample = bhive.anchor()
+    assert len(sample) == 2000 and {f"{a}_mca19" for a in bhive.ANCHOR_ARCHS} <= set(sample.columns)
+    chosen = bhive.select(source="anchor")
+    assert 1500 < len(chosen) < 2000 and not set(chosen) & bhive.may_alias()
