@@ -19,7 +19,8 @@ FIND_LINKS = $(if $(wildcard $(WHEELS)),--find-links $(WHEELS))
 # BLAS kernels `make test-blas` runs the numerical tests under ("unset": OpenBLAS picks one for the CPU).
 BLAS_KERNELS ?= unset Haswell Zen SandyBridge SkylakeX Nehalem Prescott
 
-.PHONY: install install-run lock reference run lint typecheck test test-fast test-blas fuzz bench system-test-deps clean
+.PHONY: install install-run lock reference run lint typecheck test test-fast test-blas fuzz bench system-test-deps clean \
+  difftune-harness
 
 $(UV):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -55,8 +56,14 @@ lock: | $(UV)
 reference:
 	Rscript tests/reference/make_reference.R
 
-run: install-run
+run: install-run difftune-harness
 	$(BIN)/tunelab --db $(DB) serve --port $(PORT)
+
+# DiffTune's basic-block measurement harness (C, the system cc); measure.py compiles it on demand too.
+difftune-harness: build/difftune-harness
+build/difftune-harness: engine/surrogates/difftune/harness/harness.c
+	@mkdir -p build
+	cc -O2 -std=gnu11 -fPIE -pie -o $@ $<
 
 # Debian packages the tests drive for real: chromium (browser tests), gcc (C kernel runner),
 # llvm-19's llvm-mc-19/llvm-mca-19 (McaRunner).
@@ -78,7 +85,7 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-test: install system-test-deps lint typecheck
+test: install system-test-deps lint typecheck difftune-harness
 	$(BIN)/python -m pytest -q
 
 test-fast: install

@@ -61,7 +61,7 @@ def decoded(store: Store, decoder: str, hexes: Iterable[str]) -> dict[str, Any]:
 
 
 def save_block_measurements(store: Store, cpu_id: str, pass_: int, results: pd.DataFrame) -> int:
-    """Store one pass's results for one CPU (``MEASUREMENT_COLUMNS``; ``repeats`` a list per row), replacing
+    """Store one pass's results for one CPU (``MEASUREMENT_COLUMNS``; ``repeats`` any JSON-able value), replacing
     earlier rows of the same blocks, CPU and pass; returns the number stored."""
     missing = [c for c in MEASUREMENT_COLUMNS if c not in results.columns]
     if missing:
@@ -73,7 +73,7 @@ def save_block_measurements(store: Store, cpu_id: str, pass_: int, results: pd.D
         "status": results["status"].astype(str),
         "cycles_min": pd.to_numeric(results["cycles_min"], errors="coerce"),
         "cycles_median": pd.to_numeric(results["cycles_median"], errors="coerce"),
-        "repeats": [None if r is None else _json(list(r)) for r in results["repeats"]],
+        "repeats": [None if r is None or (isinstance(r, float) and r != r) else _json(r) for r in results["repeats"]],
         "error": [None if pd.isna(e) else str(e) for e in results["error"]],
     })
     with store.transaction() as con:

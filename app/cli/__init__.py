@@ -18,7 +18,8 @@ from app.cli._errors import report
 from app.cli._signals import Terminated, stop_on_signals
 
 #: Sub-command modules, in the order they appear in ``tunelab --help``.
-COMMAND_MODULES = ("study", "imports", "export", "serve", "design", "analyze", "run", "measure", "bench", "tune", "decide")
+COMMAND_MODULES = ("study", "imports", "export", "serve", "design", "analyze", "run", "measure", "bench", "tune", "decide",
+                   "blocks")
 
 
 class Parser(argparse.ArgumentParser):

@@ -1,0 +1,65 @@
+"""``tunelab blocks measure``: BHive basic blocks' throughputs measured on this CPU, into the database."""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import sys
+
+from app.cli._common import MAX_COUNT, add_json, bounded, open_store, output_place, write_output
+from app.cli._output import emit
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("blocks", help="basic blocks: measure their throughput on this CPU (DiffTune's ground truth)")
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+    m = actions.add_parser("measure", help="measure BHive blocks (anchor sample first, may-alias ones left out); resumable")
+    m.add_argument("--limit", type=int, action=bounded(1, 10 * MAX_COUNT), help="at most this many blocks")
+    m.add_argument("--source", choices=("anchor", "bhive"), default="bhive",
+                   help="anchor: the 2,000-block llvm-mca sample only; bhive: then the rest of BHive (default)")
+    m.add_argument("--pass", dest="pass_", type=int, default=1, action=bounded(1, 100),
+                   help="pass number: a second pass re-measures the same blocks (the noise figure)")
+    m.add_argument("--repeats", type=int, default=64, action=bounded(16, 4096), help="timed repetitions per unroll")
+    m.add_argument("--cpu", type=int, help="logical CPU to pin the harness to (default: the last one)")
+    add_json(m)
+    m.set_defaults(func=_measure)
+    e = actions.add_parser("export", help="write one CPU's measured blocks as CSV (.csv.gz compresses)")
+    e.add_argument("--out", required=True, help="output file")
+    e.add_argument("--cpu", dest="cpu_id", help="CPU id (default: this machine's)")
+    add_json(e)
+    e.set_defaults(func=_export)
+
+
+def _measure(args: argparse.Namespace) -> int:
+    from engine.surrogates.difftune.measure import Settings
+    from workflows.difftune import measure_blocks
+
+    def progress(done: int, total: int) -> None:
+        print(f"\r{done:,}/{total:,} blocks", end="", file=sys.stderr, flush=True)
+
+    with open_store(args) as store:
+        done = measure_blocks(store, limit=args.limit, source=args.source, pass_=args.pass_,
+                              settings=Settings(repeats=args.repeats, cpu=args.cpu),
+                              progress=None if args.json or not sys.stderr.isatty() else progress)
+    if not args.json and sys.stderr.isatty():
+        print(file=sys.stderr)
+    statuses = ", ".join(f"{n:,} {status}" for status, n in sorted(done.by_status.items())) or "nothing new"
+    emit(done.to_dict(), args.json,
+         f"CPU {done.cpu_id} (llvm-mca -mcpu={done.mcpu}), pass {done.pass_number}: {done.selected:,} blocks selected, "
+         f"{done.already_stored:,} already stored, {done.measured:,} measured ({statuses}) in {done.seconds:.1f} s")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from workflows.difftune import measurements_table
+
+    with open_store(args) as store:
+        table = measurements_table(store, args.cpu_id)
+    data = table.to_csv(index=False, float_format="%.6g").encode()
+    if args.out.endswith(".gz"):
+        data = gzip.compress(data, mtime=0)  # the same table compresses to the same bytes
+    write_output(args, data, *output_place(args.out))
+    emit({"out": args.out, "blocks": len(table), "ok": int((table["status"] == "ok").sum())}, args.json,
+         f"wrote {len(table):,} blocks ({int((table['status'] == 'ok').sum()):,} ok) to {args.out}")
+    return 0
