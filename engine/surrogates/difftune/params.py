@@ -1,0 +1,170 @@
+"""DiffTune's parameter table for an llvm-mca-like simulator, with its resource model explicit.
+
+Per opcode key (see ``decode.Instruction.key``): ``uops``, ``latency`` (all defs; llvm-mca's
+max over defs), ``read_advance`` (7 use slots) and ``port_cycles`` per processor resource. Port
+cycles are *net*: a group's cycles exclude the cycles of units and smaller groups it contains,
+i.e. what llvm-mca keeps after it subtracts sub-resource cycles, so a table can be written
+directly without knowing TableGen's expansion. Globals: ``dispatch_width``, ``rob_size`` (DiffTune's
+two), plus ``retire_width`` and ``scheduler_size`` (0 = unbounded): DiffTune does not learn them,
+but llvm-mca's models set them (znver retires 8 per cycle; Intel's unified scheduler holds 54-60
+µops, which stalls dispatch behind long-latency chains).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from engine.errors import UserError, brief
+
+N_SLOTS = 7
+_GLOBALS = ("dispatch_width", "rob_size", "retire_width", "scheduler_size")
+
+
+@dataclass(frozen=True)
+class OpParams:
+    """One opcode's row."""
+
+    uops: int
+    latency: int
+    read_advance: tuple[int, ...] = (0,) * N_SLOTS
+    port_cycles: tuple[tuple[str, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.read_advance) != N_SLOTS:
+            raise UserError(f"read_advance: needs {N_SLOTS} values, got {brief(self.read_advance)}")
+        for name, value in (("uops", self.uops), ("latency", self.latency)):
+            if value < 0:
+                raise UserError(f"{name}: must be ≥ 0, got {brief(value)}")
+
+
+@dataclass(frozen=True)
+class ParamTable:
+    """Globals, resource model (units with their unit counts, groups with member units) and rows."""
+
+    dispatch_width: int
+    rob_size: int
+    units: tuple[tuple[str, int], ...]
+    groups: tuple[tuple[str, tuple[str, ...]], ...]
+    rows: dict[str, OpParams] = field(default_factory=dict)
+    retire_width: int = 0
+    scheduler_size: int = 0
+    provenance: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.dispatch_width < 1:
+            raise UserError(f"dispatch_width: must be ≥ 1, got {brief(self.dispatch_width)}")
+        if self.rob_size < 1:
+            raise UserError(f"rob_size: must be ≥ 1, got {brief(self.rob_size)}")
+        unit_names = {u for u, _ in self.units}
+        for g, members in self.groups:
+            if not members or not set(members) <= unit_names:
+                raise UserError(f"groups: {brief(g)} has members {brief(members)} that are not units")
+        known = unit_names | {g for g, _ in self.groups}
+        for key, row in self.rows.items():
+            for res, cycles in row.port_cycles:
+                if res not in known or cycles < 0:
+                    raise UserError(f"port_cycles: {brief(key)} uses {brief(res)}={brief(cycles)}")
+
+    @property
+    def resources(self) -> list[str]:
+        """Units then groups, in llvm-mca's mask order (units first, each kind alphabetical)."""
+        return [u for u, _ in self.units] + [g for g, _ in self.groups]
+
+    def with_rows(self, rows: dict[str, OpParams]) -> ParamTable:
+        """A copy with other rows (e.g. a sampled or learnt table over the same resource model)."""
+        return replace(self, rows=dict(rows))
+
+    # -- serialisation -------------------------------------------------------------------------
+
+    def header(self) -> dict[str, Any]:
+        """Everything but the rows, as JSON-ready data."""
+        return {
+            **{g: getattr(self, g) for g in _GLOBALS},
+            "units": [list(u) for u in self.units],
+            "groups": [[g, list(m)] for g, m in self.groups],
+            "provenance": dict(self.provenance),
+        }
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per key: uops, latency, ra0..ra6 and one column per resource (0 when unused)."""
+        names = self.resources
+        records = []
+        for key, row in sorted(self.rows.items()):
+            ports = dict(row.port_cycles)
+            records.append({"key": key, "uops": row.uops, "latency": row.latency,
+                            **{f"ra{i}": v for i, v in enumerate(row.read_advance)},
+                            **{n: ports.get(n, 0) for n in names}})
+        columns = ["key", "uops", "latency", *(f"ra{i}" for i in range(N_SLOTS)), *names]
+        return pd.DataFrame.from_records(records, columns=columns)
+
+    def save(self, path: str | Path) -> None:
+        """JSON for ``.json``, Parquet (header in the file's metadata) for ``.parquet``."""
+        p = Path(path)
+        if p.suffix == ".json":
+            rows = {k: {"uops": r.uops, "latency": r.latency, "read_advance": list(r.read_advance),
+                        "port_cycles": dict(r.port_cycles)} for k, r in sorted(self.rows.items())}
+            p.write_text(json.dumps({**self.header(), "rows": rows}, indent=1))
+        elif p.suffix == ".parquet":
+            frame = self.to_frame()
+            frame.attrs["difftune"] = json.dumps(self.header())
+            frame.to_parquet(p, index=False)
+        else:
+            raise UserError(f"path: a table is saved as .json or .parquet, got {brief(str(path))}")
+
+
+def _from_header(head: dict[str, Any], rows: dict[str, OpParams]) -> ParamTable:
+    return ParamTable(
+        dispatch_width=int(head["dispatch_width"]), rob_size=int(head["rob_size"]),
+        retire_width=int(head.get("retire_width", 0)), scheduler_size=int(head.get("scheduler_size", 0)),
+        units=tuple((str(u), int(n)) for u, n in head["units"]),
+        groups=tuple((str(g), tuple(m)) for g, m in head["groups"]),
+        rows=rows, provenance={str(k): str(v) for k, v in head.get("provenance", {}).items()},
+    )
+
+
+def load(path: str | Path) -> ParamTable:
+    """Read a table written by ``ParamTable.save``."""
+    p = Path(path)
+    if p.suffix == ".json":
+        data = json.loads(p.read_text())
+        rows = {k: OpParams(int(r["uops"]), int(r["latency"]), tuple(int(x) for x in r["read_advance"]),
+                            tuple(sorted((str(n), int(c)) for n, c in r["port_cycles"].items())))
+                for k, r in data["rows"].items()}
+        return _from_header(data, rows)
+    if p.suffix == ".parquet":
+        frame = pd.read_parquet(p)
+        head = json.loads(frame.attrs["difftune"])
+        table = _from_header(head, {})
+        names = table.resources
+        rows = {str(r["key"]): OpParams(int(r["uops"]), int(r["latency"]),
+                                        tuple(int(r[f"ra{i}"]) for i in range(N_SLOTS)),
+                                        tuple(sorted((n, int(r[n])) for n in names if int(r[n]))))
+                for r in frame.to_dict("records")}
+        return table.with_rows(rows)
+    raise UserError(f"path: a table is read from .json or .parquet, got {brief(str(path))}")
+
+
+def diff(a: ParamTable, b: ParamTable) -> pd.DataFrame:
+    """Tidy list of changed fields: columns key ('*' for globals), field, a, b."""
+    out: list[tuple[str, str, Any, Any]] = []
+    for g in _GLOBALS:
+        if getattr(a, g) != getattr(b, g):
+            out.append(("*", g, getattr(a, g), getattr(b, g)))
+    for part in ("units", "groups"):
+        if getattr(a, part) != getattr(b, part):
+            out.append(("*", part, getattr(a, part), getattr(b, part)))
+    fa, fb = a.to_frame().set_index("key"), b.to_frame().set_index("key")
+    for key in sorted(set(fa.index) | set(fb.index)):
+        ra = fa.loc[key] if key in fa.index else None
+        rb = fb.loc[key] if key in fb.index else None
+        for col in [*fa.columns, *(c for c in fb.columns if c not in fa.columns)]:
+            va = None if ra is None or col not in ra else int(ra[col])
+            vb = None if rb is None or col not in rb else int(rb[col])
+            if va != vb and not ({va, vb} <= {None, 0} and (ra is not None and rb is not None)):
+                out.append((key, col, va, vb))
+    return pd.DataFrame(out, columns=["key", "field", "a", "b"])

@@ -1,0 +1,528 @@
+"""An llvm-mca-like cycle simulator of a basic block under an explicit ParamTable.
+
+Stages follow llvm-mca (out-of-order, default options). Each cycle: retire (in order, executed
+in an earlier cycle), release resources, mark executed instructions, issue ready instructions
+(best rank first: source index minus dependent reads, then age; an issue can make dependants
+ready in the same cycle when ReadAdvance covers the latency), then dispatch in order bounded by
+the dispatch width (an instruction with more µops than the width carries over), ROB µops and the
+unified scheduler's size. A read waits max(0, latency − ReadAdvance[slot]) cycles after its
+producers issue. Zero idioms and dependency breakers ignore their explicit inputs; zero-latency
+instructions without resources issue at dispatch. Loads never wait for stores (``-noalias``);
+stores wait until the previous store and the previous load group have issued (llvm-mca's LSU
+memory groups). Groups pick a unit the way llvm-mca's ResourceManager does (round-robin masks,
+most constrained group first). Total cycles = last retire cycle + 1, llvm-mca's ``Total Cycles``.
+
+One implementation serves both: ``simulate_reference`` runs the core as plain Python,
+``simulate`` runs the same function compiled by numba.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+import pandas as pd
+
+from engine.errors import UserError, brief
+from engine.surrogates.difftune.decode import FLAGS, Block
+from engine.surrogates.difftune.params import ParamTable
+
+# A part with its sub-parts: what a read depends on and what a write updates (decode.py's rule).
+_SUB_PARTS = {"q": "qdwlh", "d": "dwlh", "w": "wlh", "l": "l", "h": "h", "x": "x", "y": "yx", "z": "zyx", "-": "-"}
+_SUPER = {"d": "q", "x": "yz", "y": "z"}
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The table's resource model as arrays: units, sub-units, groups and selection masks."""
+
+    unit_first: np.ndarray
+    unit_nsub: np.ndarray
+    group_members: np.ndarray  # [G, U] bool
+    globals_: np.ndarray  # dispatch width, rob, retire width, scheduler size
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One block against one table, flattened for the core."""
+
+    uops: np.ndarray
+    lat: np.ndarray
+    flags: np.ndarray  # [n, 3]: may_load, may_store, uses resources
+    res: np.ndarray  # [n, R, 4]: kind (0 unit, 1 group, -1 none), index, cycles, units needed
+    res_key: np.ndarray  # [n, R]: llvm-mca's ordering of an instruction's resources (mask order)
+    use_keys: np.ndarray  # [n, K, 5] register-mapping keys read, -1 padded
+    use_adv: np.ndarray  # [n, K]
+    def_keys: np.ndarray  # [n, D, 5]
+
+
+def machine(table: ParamTable) -> Machine:
+    """Array view of a table's resource model (shared by every block)."""
+    units = [u for u, _ in table.units]
+    nsub = np.array([n for _, n in table.units], dtype=np.int64)
+    first = np.concatenate([[0], np.cumsum(nsub)[:-1]]).astype(np.int64)
+    members = np.zeros((max(len(table.groups), 1), len(units)), dtype=np.bool_)
+    for g, (_, mem) in enumerate(table.groups):
+        for m in mem:
+            members[g, units.index(m)] = True
+    glob = np.array([table.dispatch_width, table.rob_size, table.retire_width, table.scheduler_size], dtype=np.int64)
+    return Machine(first, nsub, members, glob)
+
+
+def _keys(reg: str, parts: str, ids: dict[str, int]) -> list[int]:
+    return [ids.setdefault(f"{reg}.{p}", len(ids)) for p in parts]
+
+
+def prepare(block: Block, table: ParamTable) -> Prepared:
+    """Flatten a block's instructions with their table rows; a missing key is a UserError."""
+    units = [u for u, _ in table.units]
+    groups = [g for g, _ in table.groups]
+    members = dict(table.groups)
+    n = len(block.instructions)
+    rows = []
+    for ins in block.instructions:
+        if ins.key not in table.rows:
+            raise UserError(f"key: the table has no row for {brief(ins.key)} ({brief(ins.asm)})")
+        rows.append(table.rows[ins.key])
+    width_r = max([len(r.port_cycles) for r in rows] + [1])
+    width_u = max([len(i.uses) for i in block.instructions] + [1])
+    width_d = max([len(i.defs) for i in block.instructions] + [1])
+    res = np.full((n, width_r, 4), -1, dtype=np.int64)
+    res_key = np.zeros((n, width_r), dtype=np.int64)
+    use_keys = np.full((n, width_u, 5), -1, dtype=np.int64)
+    use_adv = np.zeros((n, width_u), dtype=np.int64)
+    def_keys = np.full((n, width_d, 5), -1, dtype=np.int64)
+    flags = np.zeros((n, 3), dtype=np.int64)
+    ids: dict[str, int] = {}
+    for i, (ins, row) in enumerate(zip(block.instructions, rows, strict=True)):
+        entries = []
+        for name, cycles in row.port_cycles:
+            if cycles <= 0:
+                continue
+            if name in members:
+                mem = set(members[name])
+                mask = (1 << (len(units) + groups.index(name))) | sum(1 << units.index(m) for m in mem)
+                entries.append((bin(mask).count("1"), mask, 1, groups.index(name), cycles, mem))
+            else:
+                entries.append((1, 1 << units.index(name), 0, units.index(name), cycles, {name}))
+        entries.sort(key=lambda e: (e[0], e[1]))
+        for r, (_, mask, kind, index, cycles, mem) in enumerate(entries):
+            need = 1
+            if kind == 1:  # llvm-mca: a group needs one more ready unit per contained resource used
+                need += sum(1 for e in entries[:r] if e[5] <= mem)
+                need = min(need, len(mem))
+            res[i, r] = (kind, index, cycles, need)
+            res_key[i, r] = mask
+        flags[i] = (ins.may_load, ins.may_store, bool(entries))
+        independent = ins.zero_idiom or ins.dep_breaking
+        for k, use in enumerate(ins.uses):
+            if independent and use.reg != FLAGS:
+                continue
+            ks = _keys(use.reg, _SUB_PARTS[use.part], ids)
+            use_keys[i, k, : len(ks)] = ks
+            use_adv[i, k] = row.read_advance[use.slot] if use.slot < len(row.read_advance) else 0
+        for k, d in enumerate(ins.defs):
+            parts = _SUB_PARTS[d.part] + (_SUPER.get(d.part, "") if d.clears_super else "")
+            ks = _keys(d.reg, parts, ids)
+            def_keys[i, k, : len(ks)] = ks
+    return Prepared(np.array([r.uops for r in rows], dtype=np.int64), np.array([r.latency for r in rows], dtype=np.int64),
+                    flags, res, res_key, use_keys, use_adv, def_keys)
+
+
+# -- the core ----------------------------------------------------------------------------------
+
+@numba.njit(cache=True)
+def _select(state: np.ndarray, sel: int, ready: int) -> int:
+    """llvm-mca's round-robin choice among ready bits (highest candidate bit first)."""
+    cand = ready & state[sel, 0]
+    if cand == 0:
+        state[sel, 0] = state[sel, 2] ^ state[sel, 1]
+        state[sel, 1] = 0
+        cand = ready & state[sel, 0]
+        if cand == 0:
+            state[sel, 0] = state[sel, 2]
+            cand = ready & state[sel, 0]
+    bit = 1
+    while cand >> 1:
+        cand >>= 1
+        bit <<= 1
+    state[sel, 0] &= bit | (bit - 1)
+    return bit
+
+
+@numba.njit(cache=True)
+def _used(state: np.ndarray, sel: int, mask: int) -> None:
+    if mask > state[sel, 0]:
+        state[sel, 1] |= mask
+        return
+    state[sel, 0] &= ~mask
+    if state[sel, 0] == 0:
+        state[sel, 0] = state[sel, 2] ^ state[sel, 1]
+        state[sel, 1] = 0
+
+
+@numba.njit(cache=True)
+def _free_subs(free_at: np.ndarray, first: int, nsub: int, cycle: int) -> int:
+    mask = 0
+    for s in range(nsub):
+        if free_at[first + s] <= cycle:
+            mask |= 1 << s
+    return mask
+
+
+@numba.njit(cache=True)
+def _ready_members(members: np.ndarray, g: int, free_at: np.ndarray, first: np.ndarray, nsub: np.ndarray,
+                   cycle: int) -> int:
+    mask = 0
+    for u in range(members.shape[1]):
+        if members[g, u] and _free_subs(free_at, first[u], nsub[u], cycle) != 0:
+            mask |= 1 << u
+    return mask
+
+
+@numba.njit(cache=True)
+def _popcount(x: int) -> int:
+    c = 0
+    while x:
+        x &= x - 1
+        c += 1
+    return c
+
+
+@numba.njit(cache=True)
+def _available(i: int, res: np.ndarray, members: np.ndarray, free_at: np.ndarray, first: np.ndarray,
+               nsub: np.ndarray, cycle: int) -> bool:
+    for r in range(res.shape[1]):
+        kind = res[i, r, 0]
+        if kind == 0:
+            if _free_subs(free_at, first[res[i, r, 1]], nsub[res[i, r, 1]], cycle) == 0:
+                return False
+        elif kind == 1:
+            if _popcount(_ready_members(members, res[i, r, 1], free_at, first, nsub, cycle)) < res[i, r, 3]:
+                return False
+    return True
+
+
+@numba.njit(cache=True)
+def _use_unit(u: int, cycles: int, cycle: int, free_at: np.ndarray, first: np.ndarray, nsub: np.ndarray,
+              members: np.ndarray, state: np.ndarray, n_groups: int) -> None:
+    """Take one sub-unit of unit ``u`` for ``cycles`` and update the selection state like llvm-mca."""
+    if nsub[u] == 1:
+        sub = 0
+    else:
+        bit = _select(state, n_groups + u, _free_subs(free_at, first[u], nsub[u], cycle))
+        sub = 0
+        while (1 << sub) != bit:
+            sub += 1
+    free_at[first[u] + sub] = cycle + cycles
+    if nsub[u] > 1:
+        _used(state, n_groups + u, 1 << sub)
+    if _free_subs(free_at, first[u], nsub[u], cycle) == 0:
+        for g in range(n_groups):
+            if members[g, u]:
+                _used(state, g, 1 << u)
+
+
+@numba.njit(cache=True)
+def _issue_resources(i: int, res: np.ndarray, res_key: np.ndarray, cycle: int, free_at: np.ndarray,
+                     first: np.ndarray, nsub: np.ndarray, members: np.ndarray, state: np.ndarray,
+                     n_groups: int) -> None:
+    work = np.empty(res.shape[1], dtype=np.int64)
+    n_work = 0
+    for r in range(res.shape[1]):
+        kind = res[i, r, 0]
+        if kind < 0:
+            continue
+        if kind == 1 and _popcount(_ready_members(members, res[i, r, 1], free_at, first, nsub, cycle)) > 1:
+            work[n_work] = r
+            n_work += 1
+            continue
+        u = res[i, r, 1]
+        if kind == 1:
+            ready = _ready_members(members, res[i, r, 1], free_at, first, nsub, cycle)
+            if ready == 0:
+                continue
+            bit = _select(state, res[i, r, 1], ready)
+            u = 0
+            while (1 << u) != bit:
+                u += 1
+        _use_unit(u, res[i, r, 2], cycle, free_at, first, nsub, members, state, n_groups)
+    while n_work > 0:
+        counts = np.empty(n_work, dtype=np.int64)
+        for a in range(n_work):
+            counts[a] = _popcount(_ready_members(members, res[i, work[a], 1], free_at, first, nsub, cycle))
+        for a in range(1, n_work):  # insertion sort by (ready units, mask)
+            b = a
+            while b > 0 and (counts[b] < counts[b - 1] or (counts[b] == counts[b - 1] and res_key[i, work[b]] < res_key[i, work[b - 1]])):
+                counts[b], counts[b - 1] = counts[b - 1], counts[b]
+                work[b], work[b - 1] = work[b - 1], work[b]
+                b -= 1
+        kept = 0
+        for a in range(n_work):
+            r = work[a]
+            ready = _ready_members(members, res[i, r, 1], free_at, first, nsub, cycle)
+            if a == 0 or _popcount(ready) == 1:
+                if ready != 0:
+                    bit = _select(state, res[i, r, 1], ready)
+                    u = 0
+                    while (1 << u) != bit:
+                        u += 1
+                    _use_unit(u, res[i, r, 2], cycle, free_at, first, nsub, members, state, n_groups)
+            else:
+                work[kept] = r
+                kept += 1
+        n_work = kept
+
+
+@numba.njit(cache=True)
+def _core(uops: np.ndarray, lat: np.ndarray, flags: np.ndarray, res: np.ndarray, res_key: np.ndarray,
+          use_keys: np.ndarray, use_adv: np.ndarray, def_keys: np.ndarray, first: np.ndarray, nsub: np.ndarray,
+          members: np.ndarray, glob: np.ndarray, iterations: int, times: np.ndarray) -> int:
+    """Run ``iterations`` copies of the block; fills ``times`` [N, 5] (dispatch, ready, issue,
+    executed, retired) and returns total cycles."""
+    n = uops.shape[0]
+    total = n * iterations
+    width, rob_size, retire_width, rs_size = glob[0], glob[1], glob[2], glob[3]
+    n_units = nsub.shape[0]
+    n_groups = members.shape[0]
+    n_keys = 1 + max(use_keys.max(), def_keys.max())
+    free_at = np.zeros(nsub.sum(), dtype=np.int64)
+    state = np.zeros((n_groups + n_units, 3), dtype=np.int64)
+    for g in range(n_groups):
+        m = 0
+        for u in range(n_units):
+            if members[g, u]:
+                m |= 1 << u
+        state[g, 0] = m
+        state[g, 2] = m
+    for u in range(n_units):
+        state[n_groups + u, 0] = (1 << nsub[u]) - 1
+        state[n_groups + u, 2] = (1 << nsub[u]) - 1
+    map_writer = np.full(n_keys, -1, dtype=np.int64)
+    map_def = np.full(n_keys, -1, dtype=np.int64)
+    rt = np.zeros(total, dtype=np.int64)
+    pend = np.zeros(total, dtype=np.int64)
+    users = np.zeros(total, dtype=np.int64)
+    group = np.zeros(total, dtype=np.int64)
+    edge_cap = total * use_keys.shape[1] * use_keys.shape[2] + 1
+    e_reader = np.empty(edge_cap, dtype=np.int64)
+    e_adv = np.empty(edge_cap, dtype=np.int64)
+    e_next = np.empty(edge_cap, dtype=np.int64)
+    head = np.full(total, -1, dtype=np.int64)
+    n_edges = 0
+    # LSU memory groups (ids from 1): instructions, issued, executed, predecessors, released preds
+    grp = np.zeros((total + 1, 5), dtype=np.int64)
+    s_next = np.empty(2 * total + 1, dtype=np.int64)
+    s_group = np.empty(2 * total + 1, dtype=np.int64)
+    s_head = np.full(total + 1, -1, dtype=np.int64)
+    n_succ = 0
+    n_grp = 0
+    cur_load = 0
+    cur_store = 0
+    for j in range(total):
+        times[j, 0] = -1
+        times[j, 1] = -1
+        times[j, 2] = -1
+        times[j, 3] = -1
+        times[j, 4] = -1
+    pairs_w = np.empty(use_keys.shape[2], dtype=np.int64)
+    pairs_d = np.empty(use_keys.shape[2], dtype=np.int64)
+    next_dispatch = 0
+    oldest = 0  # first instruction not yet retired
+    rob_used = 0
+    rs_used = 0
+    carry = 0
+    cycle = 0
+    last_retire = 0
+    while oldest < total:
+        # retire
+        retired = 0
+        while oldest < next_dispatch and times[oldest, 3] >= 0 and times[oldest, 3] < cycle:
+            if retire_width > 0 and retired == retire_width:
+                break
+            times[oldest, 4] = cycle
+            rob_used -= min(uops[oldest % n], rob_size)
+            last_retire = cycle
+            retired += 1
+            oldest += 1
+        # executed this cycle: LSU bookkeeping
+        for j in range(oldest, next_dispatch):
+            if times[j, 3] == cycle and times[j, 2] < cycle and group[j] > 0:
+                g = group[j]
+                grp[g, 2] += 1
+                if grp[g, 2] == grp[g, 0]:
+                    if cur_load == g:
+                        cur_load = 0
+                    if cur_store == g:
+                        cur_store = 0
+        # issue
+        while True:
+            best = -1
+            best_rank = 0
+            for j in range(oldest, next_dispatch):
+                if times[j, 2] >= 0 or times[j, 0] >= cycle or pend[j] > 0 or rt[j] > cycle:
+                    continue
+                if group[j] > 0 and grp[group[j], 4] < grp[group[j], 3]:
+                    continue
+                rank = j - users[j]
+                if best >= 0 and (rank > best_rank or (rank == best_rank and j > best)):
+                    continue
+                if _available(j % n, res, members, free_at, first, nsub, cycle):
+                    best = j
+                    best_rank = rank
+            if best < 0:
+                break
+            i = best % n
+            if times[best, 1] < 0:
+                times[best, 1] = max(rt[best], times[best, 0])
+            _issue_resources(i, res, res_key, cycle, free_at, first, nsub, members, state, n_groups)
+            if flags[i, 2] and rs_size > 0:
+                rs_used -= 1
+            times[best, 2] = cycle
+            times[best, 3] = cycle + lat[i]
+            e = head[best]
+            while e >= 0:
+                r = e_reader[e]
+                rt[r] = max(rt[r], cycle + max(0, lat[i] - e_adv[e]))
+                pend[r] -= 1
+                e = e_next[e]
+            g = group[best]
+            if g > 0:
+                grp[g, 1] += 1
+                if grp[g, 1] == grp[g, 0]:
+                    s = s_head[g]
+                    while s >= 0:
+                        grp[s_group[s], 4] += 1
+                        s = s_next[s]
+                if lat[i] == 0:
+                    grp[g, 2] += 1
+                    if grp[g, 2] == grp[g, 0]:
+                        if cur_load == g:
+                            cur_load = 0
+                        if cur_store == g:
+                            cur_store = 0
+        # dispatch
+        avail = width
+        if carry > 0:
+            avail = 0 if carry >= width else width - carry
+            carry -= width - avail
+        while next_dispatch < total:
+            j = next_dispatch
+            i = j % n
+            if min(uops[i], width) > avail or rob_size - rob_used < min(uops[i], rob_size):
+                break
+            if flags[i, 2] and rs_size > 0 and rs_used >= rs_size:
+                break
+            if uops[i] > width:
+                carry = uops[i] - width
+                avail = 0
+            else:
+                avail -= uops[i]
+            times[j, 0] = cycle
+            rob_used += min(uops[i], rob_size)
+            if flags[i, 2] and rs_size > 0:
+                rs_used += 1
+            for k in range(use_keys.shape[1]):
+                n_pairs = 0
+                for q in range(use_keys.shape[2]):
+                    key = use_keys[i, k, q]
+                    if key < 0 or map_writer[key] < 0:
+                        continue
+                    dup = False
+                    for p in range(n_pairs):
+                        if pairs_w[p] == map_writer[key] and pairs_d[p] == map_def[key]:
+                            dup = True
+                    if not dup:
+                        pairs_w[n_pairs] = map_writer[key]
+                        pairs_d[n_pairs] = map_def[key]
+                        n_pairs += 1
+                for p in range(n_pairs):
+                    w = pairs_w[p]
+                    if times[w, 2] >= 0:
+                        rt[j] = max(rt[j], times[w, 2] + max(0, lat[w % n] - use_adv[i, k]))
+                    else:
+                        users[w] += 1
+                        pend[j] += 1
+                        e_reader[n_edges] = j
+                        e_adv[n_edges] = use_adv[i, k]
+                        e_next[n_edges] = head[w]
+                        head[w] = n_edges
+                        n_edges += 1
+            for k in range(def_keys.shape[1]):
+                for q in range(def_keys.shape[2]):
+                    key = def_keys[i, k, q]
+                    if key >= 0:
+                        map_writer[key] = j
+                        map_def[key] = k
+            if flags[i, 0] or flags[i, 1]:
+                if flags[i, 1]:
+                    n_grp += 1
+                    g = n_grp
+                    grp[g, 0] = 1
+                    for pred in (cur_load, cur_store):
+                        if pred > 0 and not (grp[pred, 1] == grp[pred, 0] and grp[pred, 1] > grp[pred, 2]):
+                            grp[g, 3] += 1
+                            s_group[n_succ] = g
+                            s_next[n_succ] = s_head[pred]
+                            s_head[pred] = n_succ
+                            n_succ += 1
+                        if cur_load == cur_store:
+                            break
+                    cur_store = g
+                    if flags[i, 0]:
+                        cur_load = g
+                else:
+                    executing = cur_load > 0 and grp[cur_load, 1] == grp[cur_load, 0] and grp[cur_load, 1] > grp[cur_load, 2]
+                    if cur_load == 0 or cur_load <= cur_store or executing:
+                        n_grp += 1
+                        cur_load = n_grp
+                    grp[cur_load, 0] += 1
+                    g = cur_load
+                group[j] = g
+            next_dispatch += 1
+            if lat[i] == 0 and not flags[i, 2] and pend[j] == 0 and rt[j] <= cycle and group[j] == 0:
+                times[j, 1] = cycle
+                times[j, 2] = cycle
+                times[j, 3] = cycle
+                e = head[j]
+                while e >= 0:
+                    r = e_reader[e]
+                    rt[r] = max(rt[r], cycle)
+                    pend[r] -= 1
+                    e = e_next[e]
+        cycle += 1
+    return last_retire + 1
+
+
+def _run(prep: Prepared, mach: Machine, iterations: int, compiled: bool) -> tuple[int, np.ndarray]:
+    if iterations < 1:
+        raise UserError(f"iterations: must be ≥ 1, got {brief(iterations)}")
+    times = np.empty((len(prep.uops) * iterations, 5), dtype=np.int64)
+    fn = _core if compiled else _core.py_func
+    cycles = fn(prep.uops, prep.lat, prep.flags, prep.res, prep.res_key, prep.use_keys, prep.use_adv,
+                prep.def_keys, mach.unit_first, mach.unit_nsub, mach.group_members, mach.globals_, iterations, times)
+    return int(cycles), times
+
+
+def simulate_reference(block: Block, table: ParamTable, iterations: int = 100) -> int:
+    """Total cycles, computed by the core run as plain Python (readable, slow)."""
+    return _run(prepare(block, table), machine(table), iterations, compiled=False)[0]
+
+
+def simulate(blocks: Sequence[Block], table: ParamTable, iterations: int = 100) -> np.ndarray:
+    """Total cycles per block, by the numba-compiled core."""
+    mach = machine(table)
+    return np.array([_run(prepare(b, table), mach, iterations, compiled=True)[0] for b in blocks], dtype=np.int64)
+
+
+def timeline(block: Block, table: ParamTable, iterations: int = 3) -> pd.DataFrame:
+    """Per instruction and iteration: dispatch, ready, issue, executed and retire cycles (llvm-mca -timeline)."""
+    _, times = _run(prepare(block, table), machine(table), iterations, compiled=True)
+    n = len(block.instructions)
+    frame = pd.DataFrame(times, columns=["dispatched", "ready", "issued", "executed", "retired"])
+    frame.insert(0, "iteration", np.arange(len(frame)) // n)
+    frame.insert(1, "index", np.arange(len(frame)) % n)
+    frame.insert(2, "asm", [block.instructions[i].asm for i in frame["index"]])
+    return frame

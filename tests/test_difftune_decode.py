@@ -1,0 +1,32 @@
+"""Decoding BHive hex with llvm-mc-19 and iced-x86 (real llvm-mc processes)."""
+
+import pytest
+
+from engine.errors import UserError
+from engine.surrogates.difftune.decode import Def, Use, decode_block, decode_blocks
+
+
+def test_opcode_keys_slots_and_flags() -> None:
+    block = decode_block("48031e" "f0480103" "31c0" "b001")
+    load_op, locked, zero, partial = block.instructions
+    assert load_op.opcode == "ADD64rm" and load_op.may_load and not load_op.may_store
+    assert load_op.uses == (Use("RBX", "q", 0), Use("RSI", "q", 1)) and load_op.address_regs == ("RSI",)
+    assert load_op.defs[0] == Def("RBX", "q", False)
+    assert locked.asm.startswith("lock") and locked.opcode == "ADD64mr" and locked.may_store
+    assert Use("RAX", "q", 5) in locked.uses  # after the five memory operands
+    assert zero.zero_idiom and zero.key == "XOR32rr@zero" and zero.defs[0] == Def("RAX", "d", True)
+    assert partial.defs == (Def("RAX", "l", False),)
+
+
+def test_implicit_registers() -> None:
+    pop, mul = decode_block("5b" "48f7e3").instructions
+    assert pop.uses == (Use("RSP", "q", 0),) and {d.reg for d in pop.defs} == {"RBX", "RSP"}
+    assert {d.reg for d in mul.defs} == {"RAX", "RDX", "EFLAGS"} and Use("RAX", "q", 1) in mul.uses
+
+
+def test_batch_keeps_order_and_refuses_bad_blocks() -> None:
+    out = decode_blocks(["4801c3", "0f0b0f", "90"])
+    assert [b.instructions[0].opcode for b in (out[0], out[2]) if not isinstance(b, str)] == ["ADD64rr", "NOOP"]
+    assert isinstance(out[1], str) and "0f0b0f" in out[1]
+    with pytest.raises(UserError, match="hex"):
+        decode_block("xyz")
