@@ -16,11 +16,12 @@ depends on the latest writers of the part and all its sub-parts. EFLAGS is one r
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import re
 import subprocess
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import cast
+from dataclasses import asdict, dataclass
+from typing import Any, cast
 
 import iced_x86 as iced
 from iced_x86._iced_x86_py import Register as IcedRegister
@@ -294,6 +295,22 @@ def _check_hex(text: str) -> str:
     if not h or len(h) % 2 or not re.fullmatch(r"[0-9a-f]+", h):
         raise UserError(f"hex: not a block of machine code: {brief(text)}")
     return h
+
+
+#: What decoded a block (a stored decoding is reused only by the same decoders).
+DECODER = f"{LLVM_MC}+iced-x86-{importlib.metadata.version('iced-x86')}"
+
+
+def block_document(block: Block) -> list[dict[str, Any]]:
+    """A block's instructions as JSON-ready data (the store keeps decoded blocks)."""
+    return [asdict(instruction) for instruction in block.instructions]
+
+
+def block_from_document(hex_text: str, document: Sequence[dict[str, Any]]) -> Block:
+    """The block :func:`block_document` wrote."""
+    return Block(hex_text, tuple(
+        Instruction(**{**i, "uses": tuple(Use(**u) for u in i["uses"]), "defs": tuple(Def(**d) for d in i["defs"]),
+                       "address_regs": tuple(i["address_regs"])}) for i in document))
 
 
 def decode_blocks(hexes: Sequence[str]) -> list[Block | str]:

@@ -102,13 +102,17 @@ class ParamTable:
         columns = ["key", "uops", "latency", *(f"ra{i}" for i in range(N_SLOTS)), *names]
         return pd.DataFrame.from_records(records, columns=columns)
 
+    def to_document(self) -> dict[str, Any]:
+        """The whole table as JSON-ready data (what ``.json`` files and the store keep)."""
+        rows = {k: {"uops": r.uops, "latency": r.latency, "read_advance": list(r.read_advance),
+                    "port_cycles": dict(r.port_cycles)} for k, r in sorted(self.rows.items())}
+        return {**self.header(), "rows": rows}
+
     def save(self, path: str | Path) -> None:
         """JSON for ``.json``, Parquet (header in the file's metadata) for ``.parquet``."""
         p = Path(path)
         if p.suffix == ".json":
-            rows = {k: {"uops": r.uops, "latency": r.latency, "read_advance": list(r.read_advance),
-                        "port_cycles": dict(r.port_cycles)} for k, r in sorted(self.rows.items())}
-            p.write_text(json.dumps({**self.header(), "rows": rows}, indent=1))
+            p.write_text(json.dumps(self.to_document(), indent=1))
         elif p.suffix == ".parquet":
             frame = self.to_frame()
             frame.attrs["difftune"] = json.dumps(self.header())
@@ -127,15 +131,22 @@ def _from_header(head: dict[str, Any], rows: dict[str, OpParams]) -> ParamTable:
     )
 
 
+def from_document(data: dict[str, Any]) -> ParamTable:
+    """The table :meth:`ParamTable.to_document` wrote; a malformed document is one line naming what is wrong."""
+    try:
+        rows = {str(k): OpParams(int(r["uops"]), int(r["latency"]), tuple(int(x) for x in r["read_advance"]),
+                                 tuple(sorted((str(n), int(c)) for n, c in r["port_cycles"].items())))
+                for k, r in data["rows"].items()}
+        return _from_header(data, rows)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise UserError(f"parameter table: malformed document ({type(exc).__name__}: {brief(str(exc))})") from None
+
+
 def load(path: str | Path) -> ParamTable:
     """Read a table written by ``ParamTable.save``."""
     p = Path(path)
     if p.suffix == ".json":
-        data = json.loads(p.read_text())
-        rows = {k: OpParams(int(r["uops"]), int(r["latency"]), tuple(int(x) for x in r["read_advance"]),
-                            tuple(sorted((str(n), int(c)) for n, c in r["port_cycles"].items())))
-                for k, r in data["rows"].items()}
-        return _from_header(data, rows)
+        return from_document(json.loads(p.read_text()))
     if p.suffix == ".parquet":
         frame = pd.read_parquet(p)
         head = json.loads(frame.attrs["difftune"])
