@@ -47,16 +47,11 @@ def save_decoded(store: Store, decoder: str, blocks: Mapping[str, Any]) -> int:
 
 def decoded(store: Store, decoder: str, hexes: Iterable[str]) -> dict[str, Any]:
     """The stored decodings among ``hexes`` (hex -> the instructions as saved)."""
-    wanted = pd.DataFrame({"hex": list(dict.fromkeys(hexes))})
-    if wanted.empty:
+    wanted = list(dict.fromkeys(hexes))
+    if not wanted:
         return {}
-    with store._lock:
-        store._con.register("_wanted_blocks", wanted)
-        try:
-            rows = store._all("SELECT b.hex, b.decoded FROM blocks b JOIN _wanted_blocks w USING (hex)"
-                              " WHERE b.decoder = ?", [decoder])
-        finally:
-            store._con.unregister("_wanted_blocks")
+    rows = store._all("SELECT hex, decoded FROM blocks WHERE decoder = ? AND hex IN (SELECT unnest(?::VARCHAR[]))",
+                      [decoder, wanted])
     return {h: json.loads(body) for h, body in rows}
 
 
@@ -77,12 +72,8 @@ def save_block_measurements(store: Store, cpu_id: str, pass_: int, results: pd.D
         "error": [None if pd.isna(e) else str(e) for e in results["error"]],
     })
     with store.transaction() as con:
-        con.register("_replaced_blocks", frame[["hex"]])
-        try:
-            con.execute("DELETE FROM block_measurements WHERE cpu_id = ? AND pass = ? AND hex IN "
-                        "(SELECT hex FROM _replaced_blocks)", [cpu_id, int(pass_)])
-        finally:
-            con.unregister("_replaced_blocks")
+        con.execute("DELETE FROM block_measurements WHERE cpu_id = ? AND pass = ? AND hex IN "
+                    "(SELECT unnest(?::VARCHAR[]))", [cpu_id, int(pass_), frame["hex"].tolist()])
         store.insert_frame("block_measurements", frame)
     return len(frame)
 

@@ -177,7 +177,10 @@ class Store:
         self._run(query, params, lambda cursor: None)
 
     def _one(self, query: str, params: Iterable[Any] | None = None) -> Row | None:
-        return self._run(query, params, lambda cursor: cursor.fetchone())
+        """The first row; the result is read to its end, so the connection is free for what comes next
+        (an ``INSERT ... RETURNING`` left half-read blocks a following ``register``)."""
+        rows = self._all(query, params)
+        return rows[0] if rows else None
 
     def _scalar(self, query: str, params: Iterable[Any] | None = None) -> Any:
         """The first column of the one row ``query`` always returns."""

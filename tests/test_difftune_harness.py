@@ -217,3 +217,11 @@ def test_nearest_mcpu(ident, mcpu):
 def test_nearest_mcpu_maps_the_sample_host():
     assert m.nearest_mcpu(m.cpu_identity(INTEL_SPR_AS_167)) == "sapphirerapids"
     assert m.nearest_mcpu(m.cpu_identity(AMD_MILAN)) == "znver3"
+
+
+def test_short_blocks_are_unrolled_until_the_body_is_long_enough():
+    settings = m.Settings()
+    assert m.unrolls_for("4801c0", settings) == (1600, 800)  # one instruction: 4 times the default
+    assert m.unrolls_for("4801c04801c3", settings) == (800, 400)
+    assert m.unrolls_for("4801c0" * 4, settings) == (400, 200)
+    assert m.unrolls_for("4801c0" * 9, settings) == (400, 200)  # never fewer than the default

@@ -9,6 +9,7 @@ import json
 import pandas as pd
 import pytest
 
+from engine.errors import UserError
 from engine.surrogates.difftune.measure import Settings
 from storage import Store
 from storage.difftune import block_measurements, cpus
@@ -42,7 +43,7 @@ def test_blocks_are_measured_once_per_cpu_and_pass_and_a_rerun_resumes(data, db_
         measured = rows.loc[["4801c0", "4889c3480fafc0"]]
         assert set(measured["status"]) <= {"ok", "noisy"}  # a busy machine may make a batch noisy: still stored
         for _, row in measured[measured["status"] == "ok"].iterrows():
-            assert row["cycles_min"] > 0 and row["repeats"]["unrolls"] == list(settings.unrolls) and row["repeats"]["ticks_a"]
+            assert row["cycles_min"] > 0 and row["repeats"]["unrolls"][0] % settings.unrolls[0] == 0 and row["repeats"]["ticks_a"]
         settled = int((rows["status"] != "noisy").sum())  # a noisy batch (a disturbed machine) is measured again
         again = measure_blocks(store, source="anchor", settings=settings)
         assert (again.already_stored, again.measured) == (settled, 3 - settled)
@@ -63,3 +64,54 @@ def test_the_cli_measures_and_says_what_it_did(data, db_path):
     assert table["hex"].tolist() == [BLOCKS[0]] and {"status", "cycles_min", "cycles_median"} <= set(table.columns)
     bad = run_cli("blocks", "measure", "--limit", "0", db=db_path)
     assert bad.returncode != 0 and "--limit 0: must be from 1" in bad.stderr
+
+
+@pytest.fixture
+def anchor_data():
+    from engine.io.paths import data_dir
+
+    if data_dir() is None or not (data_dir() / "llvm_mca_anchor").is_dir():
+        pytest.skip("the data folder is absent")
+
+
+def test_blocks_are_decoded_once_and_tables_built_stored_and_diffed(anchor_data, db_path):
+    from engine.surrogates.difftune import bhive
+    from engine.surrogates.difftune.decode import DECODER
+    from engine.surrogates.difftune.params import diff
+    from storage.difftune import decoded
+    from workflows.difftune import build_table, decoded_blocks, stored_table
+
+    hexes = list(bhive.anchor()["hex"][:20])
+    with Store(db_path) as store:
+        first = decoded_blocks(store, hexes)
+        assert len(decoded(store, DECODER, hexes)) == 20 and decoded_blocks(store, hexes) == first
+        name, table = build_table(store, "haswell", limit=20)
+        assert name == "haswell-default" and stored_table(store, name) == table
+        assert {i.key for b in first.values() for i in b.instructions} <= set(table.rows)
+        other_name, _ = build_table(store, "skylake", limit=20)
+        changed = diff(table, stored_table(store, other_name))
+        assert any(changed["field"] == "units") and any(changed["key"] != "*")
+        with pytest.raises(UserError, match="'skylake-default': exists already"):
+            build_table(store, "skylake", limit=20)
+    exported = db_path.parent / "t.parquet"
+    result = run_cli("difftune", "table", "export", name, "--out", str(exported), db=db_path)
+    assert result.returncode == 0, result.stderr
+    same = run_cli("difftune", "table", "diff", name, str(exported), "--json", db=db_path)
+    assert same.returncode == 0 and json.loads(same.stdout) == []
+
+
+def test_an_evaluation_scores_every_predictor_and_is_stored(anchor_data, db_path):
+    from storage.difftune import evaluation_predictions, evaluations
+    from workflows.difftune import evaluate
+
+    with Store(db_path) as store:
+        result = evaluate(store, truth="mca", arch="haswell", limit=30)
+        table = result.accuracy.set_index("predictor")
+        assert set(table.index) == {"tunelab (default table)", "simple table"} and table["n"].min() == 30
+        assert table.loc["tunelab (default table)", "mape"] < table.loc["simple table", "mape"]
+        assert set(result.by_category["category"]) <= {f"{k}, {m}" for k in ("scalar", "vector")
+                                                      for m in ("no memory", "load", "store", "load+store")}
+        assert evaluations(store)["id"].tolist() == [result.id]
+        assert len(evaluation_predictions(store, result.id)) == 60
+        with pytest.raises(UserError, match="truth 'exact': expected one of mca, measured"):
+            evaluate(store, truth="exact")

@@ -1,24 +1,45 @@
-"""DiffTune's use cases: measure BHive blocks on this CPU into the store, resumably.
+"""DiffTune's use cases: measure BHive blocks on this CPU, decode blocks once, build and compare parameter
+tables, and evaluate the simulator against llvm-mca or the measurements, all kept in the store.
 
-``tunelab blocks measure`` and the Surrogates page both come here. Measurements are stored batch by
-batch under this CPU's identity and a pass number, so an interrupted run resumes where it stopped
-and experiments never mix CPUs.
+``tunelab blocks``/``tunelab difftune`` and the Surrogates page both come here. Measurements are stored
+batch by batch under this CPU's identity and a pass number, so an interrupted run resumes where it
+stopped and experiments never mix CPUs.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from engine.errors import UserError
+from engine.runners.ckernel import cache_dir
 from engine.surrogates.difftune import bhive
+from engine.surrogates.difftune.categories import category
+from engine.surrogates.difftune.decode import DECODER, Block, block_document, block_from_document, decode_blocks
+from engine.surrogates.difftune.defaults import default_table
+from engine.surrogates.difftune.llvm_mca import total_cycles
 from engine.surrogates.difftune.measure import Settings, cpu_identity, measure, nearest_mcpu
+from engine.surrogates.difftune.metrics import accuracy_table
+from engine.surrogates.difftune.params import ParamTable, from_document, simple_table
+from engine.surrogates.difftune.params import load as load_table
+from engine.surrogates.difftune.simulate import simulate
 from storage import Store
-from storage.difftune import block_measurements, save_block_measurements, save_cpu
+from storage.difftune import (
+    block_measurements,
+    decoded,
+    param_table,
+    save_block_measurements,
+    save_cpu,
+    save_decoded,
+    save_evaluation,
+    save_param_table,
+)
 
 #: done, total (blocks of this run, stored ones included)
 Progress = Callable[[int, int], None]
@@ -68,7 +89,7 @@ def measure_blocks(store: Store, *, limit: int | None = None, source: str = "bhi
     for start in range(0, len(todo), settings.batch_size):
         batch = todo[start:start + settings.batch_size]
         results = measure(batch, settings)
-        save_block_measurements(store, cpu_id, pass_, stored_rows(results, settings))
+        save_block_measurements(store, cpu_id, pass_, stored_rows(results))
         for status, n in results["status"].value_counts().items():
             counts[str(status)] = counts.get(str(status), 0) + int(n)
         done += len(batch)
@@ -78,15 +99,16 @@ def measure_blocks(store: Store, *, limit: int | None = None, source: str = "bhi
                           time.monotonic() - started)
 
 
-def stored_rows(results: pd.DataFrame, settings: Settings) -> pd.DataFrame:
+def stored_rows(results: pd.DataFrame) -> pd.DataFrame:
     """The harness's results in the store's columns: every clean repeat (TSC ticks) of both unroll factors
     kept, with the unrolls and the calibration they were converted with."""
     return pd.DataFrame({
         "hex": results["hex"], "status": results["status"], "cycles_min": results["cycles100"],
         "cycles_median": results["cycles100_median"],
-        "repeats": [{"unrolls": list(settings.unrolls), "ticks_a": list(a), "ticks_b": list(b), "ticks_per_cycle": r}
+        "repeats": [{"unrolls": list(u), "ticks_a": list(a), "ticks_b": list(b), "ticks_per_cycle": r}
                     if len(a) else None
-                    for a, b, r in zip(results["clean_a"], results["clean_b"], results["ticks_per_cycle"])],
+                    for a, b, r, u in zip(results["clean_a"], results["clean_b"], results["ticks_per_cycle"],
+                                          results["unrolls"])],
         "error": [reason or None for reason in results["reason"]],
     })
 
@@ -105,3 +127,118 @@ def measurements_table(store: Store, cpu_id: str | None = None) -> pd.DataFrame:
         table = part if table is None else table.join(part, how="outer")
     assert table is not None
     return table.reset_index()
+
+
+# -- decoded blocks and parameter tables ---------------------------------------------------------------
+
+def decoded_blocks(store: Store, hexes: Sequence[str]) -> dict[str, Block | str]:
+    """Each block decoded (or why not), decoding only those the store does not hold for this decoder."""
+    cached = {h: block_from_document(h, doc) for h, doc in decoded(store, DECODER, hexes).items()}
+    missing = [h for h in dict.fromkeys(hexes) if h not in cached]
+    fresh = dict(zip(missing, decode_blocks(missing))) if missing else {}
+    save_decoded(store, DECODER, {h: block_document(b) for h, b in fresh.items() if isinstance(b, Block)})
+    return {**cached, **fresh}
+
+
+def table_cache() -> Path:
+    """Where default tables built from llvm-mca are cached between runs (per opcode set and mcpu)."""
+    return cache_dir() / "difftune-tables"
+
+
+def build_table(store: Store, arch: str, name: str | None = None, source: str = "anchor",
+                limit: int | None = None) -> tuple[str, ParamTable]:
+    """llvm-mca-19's default table for ``arch`` over the opcodes of the anchor blocks (``source="measured"``:
+    of this CPU's measured blocks too; at most ``limit`` blocks), stored under ``name`` (default
+    ``<arch>-default``)."""
+    if source not in ("anchor", "measured"):
+        raise UserError(f"source {source!r}: expected anchor or measured")
+    hexes = list(bhive.anchor()["hex"])
+    if source == "measured":
+        hexes += list(block_measurements(store, this_cpu(store)[0], 1)["hex"])
+    hexes = hexes[:limit] if limit else hexes
+    blocks = [b for b in decoded_blocks(store, hexes).values() if isinstance(b, Block)]
+    table = default_table(blocks, arch, table_cache())
+    name = name or f"{arch}-default"
+    save_param_table(store, name, arch, table.to_document(), {**table.provenance, "blocks": str(len(blocks))})
+    return name, table
+
+
+def stored_table(store: Store, name: str) -> ParamTable:
+    return from_document(param_table(store, name)["body"])
+
+
+def table_from(store: Store, source: str) -> ParamTable:
+    """A table from a ``.json``/``.parquet`` file, else the stored table of that name."""
+    return load_table(source) if Path(source).suffix in (".json", ".parquet") else stored_table(store, source)
+
+
+# -- evaluation ----------------------------------------------------------------------------------------
+
+TRUTHS = ("mca", "measured")
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One evaluation: per-block predictions of every predictor, their accuracy overall and per category."""
+
+    id: int
+    arch: str
+    truth: str
+    cpu_id: str | None
+    predictions: pd.DataFrame
+    accuracy: pd.DataFrame
+    by_category: pd.DataFrame
+
+
+def evaluate(store: Store, *, truth: str = "mca", arch: str | None = None, limit: int | None = None,
+             table: str | None = None) -> Evaluation:
+    """Score the simulator (llvm-mca-19's default table for ``arch``, a named table, the simple table) and, with
+    measured truth, llvm-mca-19 itself, against ``truth``: llvm-mca-19's cycles for ``arch`` on the anchor
+    blocks, or this CPU's measured cycles (medians; ``arch`` defaults to its nearest -mcpu)."""
+    if truth not in TRUTHS:
+        raise UserError(f"truth {truth!r}: expected one of {', '.join(TRUTHS)}")
+    measured_on, host = this_cpu(store)
+    cpu_id: str | None = measured_on
+    if truth == "measured":
+        arch = arch or host
+        rows = block_measurements(store, measured_on, 1)
+        rows = rows[rows["status"] == "ok"]
+        if rows.empty:
+            raise UserError(f"cpu {measured_on}: no measured blocks; run tunelab blocks measure first")
+        truths = dict(zip(rows["hex"], rows["cycles_median"]))
+    else:
+        arch, cpu_id = arch or "haswell", None
+        sample = bhive.anchor()
+        column = f"{arch}_mca19"
+        truths = dict(zip(sample["hex"], sample[column])) if column in sample.columns else dict.fromkeys(sample["hex"])
+    hexes = list(truths)[:limit] if limit else list(truths)
+    blocks = [b for b in decoded_blocks(store, hexes).values() if isinstance(b, Block)]
+    if any(truths[b.hex] is None for b in blocks):  # an arch the anchor file lacks: ask llvm-mca-19 now
+        truths.update(zip((b.hex for b in blocks), total_cycles(blocks, arch)))
+    predictors = {"tunelab (default table)": default_table(blocks, arch, table_cache()),
+                  "simple table": simple_table({i.key for b in blocks for i in b.instructions})}
+    if table:
+        predictors[f"tunelab ({table})"] = table_from(store, table)
+    cycles = {name: _simulated(blocks, t) for name, t in predictors.items()}
+    if truth == "measured":
+        cycles["llvm-mca-19"] = total_cycles(blocks, arch)
+    kinds = [category(b) for b in blocks]
+    predictions = pd.concat([pd.DataFrame({"hex": [b.hex for b in blocks], "predictor": name, "cycles": values,
+                                           "truth": [float(truths[b.hex]) for b in blocks], "category": kinds})
+                             for name, values in cycles.items()], ignore_index=True)
+    overall = accuracy_table(predictions, "predictor")
+    by_category = accuracy_table(predictions, ["predictor", "category"])
+    summary = {"blocks": len(blocks), "decoded_of": len(hexes), "accuracy": overall.to_dict("records"),
+               "by_category": by_category.to_dict("records")}
+    evaluation_id = save_evaluation(store, arch=arch, truth=truth, cpu_id=cpu_id, summary=summary,
+                                    predictions=predictions.drop(columns="category"))
+    return Evaluation(evaluation_id, arch, truth, cpu_id, predictions, overall, by_category)
+
+
+def _simulated(blocks: Sequence[Block], table: ParamTable) -> np.ndarray:
+    """The simulator's cycles per 100 iterations; NaN for a block with an opcode the table lacks."""
+    out = np.full(len(blocks), np.nan)
+    usable = [i for i, b in enumerate(blocks) if all(x.key in table.rows for x in b.instructions)]
+    if usable:
+        out[usable] = simulate([blocks[i] for i in usable], table)
+    return out

@@ -319,6 +319,9 @@ class Settings:
     puts 40 KB of a 50-byte block past the L1i); a second or two per 1,000 blocks either way."""
 
     unrolls: tuple[int, int] = (400, 200)
+    #: Short blocks are unrolled further (both factors scaled alike) until the longer body holds this many
+    #: instructions: at 400 copies a one-instruction block runs ~60 cycles, where two TSC steps are 5%.
+    min_instructions: int = 1600
     repeats: int = 64
     timeout_s: float = 1.0
     batch_size: int = 100
@@ -348,6 +351,8 @@ def check_settings(settings: Settings) -> None:
         raise UserError(f"retries: {brief(settings.retries)} must be >= 0")
     if not 0 < settings.max_drift < 1:
         raise UserError(f"max_drift: {brief(settings.max_drift)} must be in (0, 1)")
+    if not 1 <= settings.min_instructions <= 1 << 20:
+        raise UserError(f"min_instructions: {brief(settings.min_instructions)} must be a positive integer")
     if settings.cpu is not None and settings.cpu not in os.sched_getaffinity(0):
         raise UserError(f"cpu: {brief(settings.cpu)} is not one this process may run on")
 
@@ -388,9 +393,18 @@ def _normalised(block: str) -> str:
     return block.strip().lower()
 
 
-def _measure_batch(batch: list[str], settings: Settings, cpu: int, binary: Path | None) -> dict[str, dict[str, Any]]:
+def unrolls_for(block: str, settings: Settings) -> tuple[int, int]:
+    """The two unroll factors of one block: ``settings.unrolls`` scaled by a whole number until the longer
+    body holds ``settings.min_instructions`` instructions."""
     a, b = settings.unrolls
-    jobs = [Job(block, unroll, settings.repeats) for block in batch for unroll in (a, b)]
+    count = sum(1 for _ in iced_x86.Decoder(64, bytes.fromhex(block)))
+    scale = max(1, -(-settings.min_instructions // (a * max(count, 1))))
+    return a * scale, b * scale
+
+
+def _measure_batch(batch: list[str], settings: Settings, cpu: int, binary: Path | None) -> dict[str, dict[str, Any]]:
+    unrolls = {block: unrolls_for(block, settings) for block in batch}
+    jobs = [Job(block, unroll, settings.repeats) for block in batch for unroll in unrolls[block]]
     moved = 0.0
     for _ in range(settings.retries + 1):
         before = _calibrate(settings, cpu, binary)
@@ -399,7 +413,7 @@ def _measure_batch(batch: list[str], settings: Settings, cpu: int, binary: Path 
         moved = drift(before, after)
         if moved <= settings.max_drift:
             ratio = (before + after) / 2
-            return {block: _result(block, records[2 * i], records[2 * i + 1], settings, ratio)
+            return {block: _result(block, records[2 * i], records[2 * i + 1], unrolls[block], settings, ratio)
                     for i, block in enumerate(batch)}
     return {block: _row(block, "noisy", f"calibration moved {moved:.1%} across the batch") for block in batch}
 
@@ -409,14 +423,16 @@ def _calibrate(settings: Settings, cpu: int, binary: Path | None) -> float:
                      timeout_s=settings.timeout_s, binary=binary)
 
 
-def _result(block: str, rec_a: dict[str, Any], rec_b: dict[str, Any], settings: Settings, ratio: float) -> dict[str, Any]:
+def _result(block: str, rec_a: dict[str, Any], rec_b: dict[str, Any], unrolls: tuple[int, int], settings: Settings,
+            ratio: float) -> dict[str, Any]:
     for record in (rec_a, rec_b):
         if record["status"] != "ok":
             return _row(block, record["status"] if record["status"] in STATUSES else "fault",
                         record.get("detail") or record["status"], fault_maps=record.get("maps", 0))
     clean_a, clean_b = clean_ticks(rec_a), clean_ticks(rec_b)
-    a, b = settings.unrolls
-    base = {"ticks_per_cycle": ratio, "clean_a": clean_a, "clean_b": clean_b, "fault_maps": rec_a.get("maps", 0)}
+    a, b = unrolls
+    base = {"ticks_per_cycle": ratio, "clean_a": clean_a, "clean_b": clean_b, "fault_maps": rec_a.get("maps", 0),
+            "unrolls": unrolls}
     if min(len(clean_a), len(clean_b)) < settings.min_clean:
         return _row(block, "noisy", f"{len(clean_a)} and {len(clean_b)} clean repeats (< {settings.min_clean})", **base)
     by_min = cycles_per_100(min(clean_a), min(clean_b), a, b, ratio)
@@ -429,6 +445,6 @@ def _result(block: str, rec_a: dict[str, Any], rec_b: dict[str, Any], settings: 
 def _row(block: str, status: str, reason: str, **values: Any) -> dict[str, Any]:
     row: dict[str, Any] = {"hex": block, "status": status, "reason": reason, "cycles100": float("nan"),
                            "cycles100_median": float("nan"), "ticks_per_cycle": float("nan"),
-                           "clean_a": [], "clean_b": [], "fault_maps": 0}
+                           "clean_a": [], "clean_b": [], "fault_maps": 0, "unrolls": None}
     row.update(values)
     return row

@@ -13,6 +13,7 @@ but llvm-mca's models set them (znver retires 8 per cycle; Intel's unified sched
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,13 @@ class ParamTable:
             frame.to_parquet(p, index=False)
         else:
             raise UserError(f"path: a table is saved as .json or .parquet, got {brief(str(path))}")
+
+
+def simple_table(keys: Iterable[str]) -> ParamTable:
+    """The "simple parameters" baseline (Abel's DiffTune fork, uiCA's evaluation): dispatch width 4, ROB 100,
+    every opcode 1 µop of latency 1, no ports, no ReadAdvance."""
+    return ParamTable(dispatch_width=4, rob_size=100, units=(), groups=(), rows=dict.fromkeys(keys, OpParams(1, 1)),
+                      provenance={"source": "simple baseline"})
 
 
 def _from_header(head: dict[str, Any], rows: dict[str, OpParams]) -> ParamTable:

@@ -1,0 +1,114 @@
+"""``tunelab difftune``: the llvm-mca-like simulator's parameter tables, and its evaluation against llvm-mca-19
+or the blocks measured on this CPU."""
+
+from __future__ import annotations
+
+import argparse
+
+from app.cli._common import MAX_COUNT, add_json, bounded, open_store, output_place, write_output
+from app.cli._output import emit
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("difftune", help="the llvm-mca-like simulator: parameter tables and evaluation")
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+
+    table = actions.add_parser("table", help="parameter tables: build llvm-mca-19's defaults, list, diff, export")
+    tables = table.add_subparsers(dest="table_action", metavar="TABLE_ACTION")
+    tables.required = True
+    build = tables.add_parser("build", help="llvm-mca-19's default table for an arch, stored in the database")
+    build.add_argument("--arch", required=True, help="llvm-mca -mcpu (haswell, skylake, ivybridge, znver3, ...)")
+    build.add_argument("--name", help="stored name (default: ARCH-default)")
+    build.add_argument("--source", choices=("anchor", "measured"), default="anchor",
+                       help="opcodes of the anchor blocks, or of this CPU's measured blocks too")
+    build.add_argument("--limit", type=int, action=bounded(1, 10 * MAX_COUNT), help="opcodes of at most this many blocks")
+    add_json(build)
+    build.set_defaults(func=_build)
+    listing = tables.add_parser("list", help="stored tables")
+    add_json(listing)
+    listing.set_defaults(func=_list)
+    diff = tables.add_parser("diff", help="the fields that differ between two tables (stored names or .json/.parquet files)")
+    diff.add_argument("a")
+    diff.add_argument("b")
+    add_json(diff)
+    diff.set_defaults(func=_diff)
+    export = tables.add_parser("export", help="write a table as .json or .parquet")
+    export.add_argument("name", help="stored name (or a table file)")
+    export.add_argument("--out", required=True, help="output file, .json or .parquet")
+    export.set_defaults(func=_export)
+
+    evaluate = actions.add_parser("evaluate", help="the simulator (and llvm-mca-19) against llvm-mca-19 or measured blocks")
+    evaluate.add_argument("--truth", choices=("mca", "measured"), default="mca",
+                          help="mca: llvm-mca-19's cycles on the anchor blocks; measured: this CPU's measured blocks")
+    evaluate.add_argument("--arch", help="-mcpu (default: haswell for mca, this CPU's nearest for measured)")
+    evaluate.add_argument("--limit", type=int, action=bounded(1, 10 * MAX_COUNT), help="at most this many blocks")
+    evaluate.add_argument("--table", help="also score this table (stored name or file)")
+    add_json(evaluate)
+    evaluate.set_defaults(func=_evaluate)
+
+
+def _build(args: argparse.Namespace) -> int:
+    from workflows.difftune import build_table
+
+    with open_store(args) as store:
+        name, table = build_table(store, args.arch, args.name, args.source, args.limit)
+    emit({"name": name, "arch": args.arch, "opcodes": len(table.rows), "dispatch_width": table.dispatch_width,
+          "rob_size": table.rob_size, "resources": table.resources}, args.json,
+         f"stored table '{name}': {len(table.rows):,} opcodes, dispatch width {table.dispatch_width}, ROB "
+         f"{table.rob_size}, {len(table.units)} units and {len(table.groups)} groups")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from storage.difftune import param_tables
+
+    with open_store(args) as store:
+        frame = param_tables(store)
+    emit(frame.to_dict("records"), args.json,
+         frame[["id", "name", "arch", "created_at"]].to_string(index=False) if len(frame) else "no tables stored")
+    return 0
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from engine.surrogates.difftune.params import diff
+    from workflows.difftune import table_from
+
+    with open_store(args) as store:
+        changes = diff(table_from(store, args.a), table_from(store, args.b))
+    emit(changes.to_dict("records"), args.json,
+         changes.to_string(index=False) if len(changes) else f"'{args.a}' and '{args.b}' are the same table")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    import tempfile
+    from pathlib import Path
+
+    from workflows.difftune import table_from
+
+    folder, name = output_place(args.out)
+    with open_store(args) as store:
+        table = table_from(store, args.name)
+    with tempfile.TemporaryDirectory() as scratch:  # ParamTable writes files; the bytes then go through write_output
+        path = Path(scratch) / name
+        table.save(path)
+        written = write_output(args, path.read_bytes(), folder, name)
+    print(f"wrote table '{args.name}' ({len(table.rows):,} opcodes) to {written}")
+    return 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from workflows.difftune import evaluate
+
+    with open_store(args) as store:
+        result = evaluate(store, truth=args.truth, arch=args.arch, limit=args.limit, table=args.table)
+    shown = result.accuracy.assign(mape=result.accuracy["mape"].map("{:.2%}".format),
+                                   median_ape=result.accuracy["median_ape"].map("{:.2%}".format),
+                                   within_5pct=result.accuracy["within_5pct"].map("{:.1%}".format),
+                                   kendall_tau=result.accuracy["kendall_tau"].map("{:.3f}".format))
+    truth = f"llvm-mca-19 -mcpu={result.arch}" if result.truth == "mca" else f"measured on {result.cpu_id}"
+    emit({"evaluation": result.id, "arch": result.arch, "truth": result.truth, "cpu_id": result.cpu_id,
+          "accuracy": result.accuracy, "by_category": result.by_category}, args.json,
+         f"evaluation {result.id}: truth = {truth}, simulator -mcpu={result.arch}\n{shown.to_string(index=False)}")
+    return 0
