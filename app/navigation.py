@@ -1,4 +1,5 @@
-"""The dashboard's pages, in the order of the method: space → design → run → analyse → compare → export.
+"""The dashboard's pages, in the order of the method: space → design → run → analyse → compare → export,
+then the learned models (surrogates).
 
 Adding a page is one line here plus a thin script in ``pages/``.
 """
@@ -20,6 +21,7 @@ PAGE_TABLE: list[tuple[str, str, str, str, str]] = [
     ("Experiment", "analyze.py", "Analyze", ":material/analytics:", "analyze"),
     ("Results", "compare.py", "Compare", ":material/compare_arrows:", "compare"),
     ("Results", "export.py", "Export", ":material/download:", "export"),
+    ("Models", "surrogates.py", "Surrogates", ":material/memory:", "surrogates"),
 ]
 
 

@@ -148,3 +148,11 @@ def evaluations(store: Store) -> pd.DataFrame:
 def evaluation_predictions(store: Store, evaluation_id: int) -> pd.DataFrame:
     return store._df("SELECT hex, predictor, cycles, truth FROM simulator_predictions WHERE evaluation_id = ?"
                      " ORDER BY hex, predictor", [int(evaluation_id)])
+
+
+def search_blocks(store: Store, decoder: str, text: str, limit: int = 200) -> list[str]:
+    """Decoded blocks whose hex or instructions (assembly, opcode names) contain ``text``, case-insensitive."""
+    pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    rows = store._all("SELECT hex FROM blocks WHERE decoder = ? AND (hex ILIKE ? ESCAPE '\\' OR decoded ILIKE ? ESCAPE '\\')"
+                      " ORDER BY n_instr, hex LIMIT ?", [decoder, pattern, pattern, int(limit)])
+    return [str(r[0]) for r in rows]

@@ -46,6 +46,14 @@ def test_matches_llvm_mca_haswell(setup: tuple) -> None:
     assert dict(zip(BLOCKS, ours.tolist())) == dict(zip(BLOCKS, theirs))
 
 
+def test_idioms_follow_the_model() -> None:
+    """Sapphire Rapids' LLVM 19 model recognises no zero idiom: ``xorl %esi, %esi`` waits for its input."""
+    blocks = [decode_block(h) for h in ("31f64889df", "31c04801c3", "660fefc0660fd4c0", "39f64801c3")]
+    table = default_table(blocks, "sapphirerapids")
+    assert table.dependent_idioms
+    assert simulate(blocks, table).tolist() == [_mca(b, "sapphirerapids") for b in blocks]
+
+
 def test_reference_equals_numba(setup: tuple) -> None:
     blocks, table = setup
     assert [simulate_reference(b, table, iterations=20) for b in blocks] == simulate(blocks, table, 20).tolist()

@@ -310,3 +310,24 @@ def test_analyze_page_warns_of_aliased_terms_and_refuses_type_iii_in_one_line(ap
     assert [e.value for e in at.error if "Type III" in e.value] == [
         "Type III ANOVA: the model has aliased coefficients (I(x1 + x2)), so its tests would depend on which "
         "column lm dropped (car refuses too); use Type II, or drop those terms"]
+
+
+def test_surrogates_page_shows_a_block_and_an_evaluation(app_db):
+    from engine.io.paths import data_dir
+
+    if data_dir() is None or not (data_dir() / "llvm_mca_anchor").is_dir():
+        pytest.skip("the data folder is absent")
+    at = page("surrogates.py").run(timeout=180)
+    assert not at.exception and not at.error
+    at.text_input(key="dt_search").input("ADD64rr").run(timeout=120)
+    assert not at.exception and not at.error
+    assert "ADD64rr" in set(at.dataframe[0].value["opcode"])  # the block found has that opcode
+    shown = {m.label for m in at.metric}
+    assert {"llvm-mca-19", "tunelab simulator"} <= shown
+    assert any("No evaluation stored yet" in i.value for i in at.info)
+    at.selectbox(key="dt_eval_arch").set_value("haswell")
+    at.number_input(key="dt_limit").set_value(40)
+    at.button[0].click().run(timeout=180)  # the form's Evaluate
+    assert not at.exception and not at.error
+    accuracy = at.dataframe[-1].value.set_index("predictor")
+    assert set(accuracy.index) == {"tunelab (default table)", "simple table"} and (accuracy["n"] == 40).all()

@@ -28,17 +28,20 @@ from engine.surrogates.difftune.measure import Settings, cpu_identity, measure, 
 from engine.surrogates.difftune.metrics import accuracy_table
 from engine.surrogates.difftune.params import ParamTable, from_document, simple_table
 from engine.surrogates.difftune.params import load as load_table
-from engine.surrogates.difftune.simulate import simulate
+from engine.surrogates.difftune.simulate import simulate, timeline
 from storage import Store
 from storage.difftune import (
     block_measurements,
     decoded,
+    evaluation_predictions,
+    evaluations,
     param_table,
     save_block_measurements,
     save_cpu,
     save_decoded,
     save_evaluation,
     save_param_table,
+    search_blocks,
 )
 
 #: done, total (blocks of this run, stored ones included)
@@ -242,3 +245,58 @@ def _simulated(blocks: Sequence[Block], table: ParamTable) -> np.ndarray:
     if usable:
         out[usable] = simulate([blocks[i] for i in usable], table)
     return out
+
+
+# -- one block, for the dashboard ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BlockView:
+    """One block as the Surrogates page shows it: its instructions with the default table's row for each,
+    the predictions side by side (llvm-mca-19, the simulator, this CPU's measurement) and the simulator's
+    timeline."""
+
+    hex: str
+    arch: str
+    category: str
+    instructions: pd.DataFrame
+    predictions: dict[str, float]
+    timeline: pd.DataFrame
+
+
+def find_blocks(store: Store, text: str, limit: int = 200) -> list[str]:
+    """Blocks to pick from: decoded ones whose hex, assembly or opcode names contain ``text`` (the measured and
+    anchor blocks are decoded on first use)."""
+    if not search_blocks(store, DECODER, "", 1):
+        hexes = list(bhive.anchor()["hex"]) + list(block_measurements(store, this_cpu(store)[0], 1)["hex"])
+        decoded_blocks(store, hexes)
+    return search_blocks(store, DECODER, text.strip(), limit)
+
+
+def block_view(store: Store, hex_text: str, arch: str, iterations: int = 3) -> BlockView:
+    """Everything the page shows about one block for ``arch``'s default table."""
+    block = decoded_blocks(store, [hex_text])[hex_text]
+    if isinstance(block, str):
+        raise UserError(block)
+    table = default_table([block], arch, table_cache())
+    rows = [table.rows.get(i.key) for i in block.instructions]
+    instructions = pd.DataFrame({"asm": [i.asm for i in block.instructions], "opcode": [i.key for i in block.instructions],
+                                 "uops": [r.uops if r else None for r in rows],
+                                 "latency": [r.latency if r else None for r in rows],
+                                 "ports": [", ".join(f"{n}×{c}" for n, c in r.port_cycles) if r else "" for r in rows]})
+    predictions = {"llvm-mca-19": float(total_cycles([block], arch)[0]),
+                   "tunelab simulator": float(_simulated([block], table)[0])}
+    cpu_id, host = this_cpu(store)
+    measured = block_measurements(store, cpu_id, 1).set_index("hex")
+    if hex_text in measured.index and measured.loc[hex_text, "status"] == "ok":
+        predictions[f"measured on {cpu_id} (-mcpu={host})"] = float(measured.loc[hex_text, "cycles_median"])
+    shown = timeline(block, table, iterations) if all(r is not None for r in rows) else pd.DataFrame()
+    return BlockView(hex_text, arch, category(block), instructions, predictions, shown)
+
+
+def stored_evaluation(store: Store, evaluation_id: int) -> tuple[dict[str, Any], pd.DataFrame]:
+    """A stored evaluation's row (summary parsed) and its per-block predictions."""
+    found = evaluations(store)
+    found = found[found["id"] == int(evaluation_id)]
+    if found.empty:
+        raise UserError(f"evaluation {evaluation_id}: not found")
+    return found.iloc[0].to_dict(), evaluation_predictions(store, int(evaluation_id))

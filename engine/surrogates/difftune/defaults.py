@@ -23,7 +23,7 @@ import numpy as np
 from scipy.optimize import nnls
 
 from engine.errors import UserError, brief
-from engine.surrogates.difftune.decode import Block, Instruction
+from engine.surrogates.difftune.decode import FLAGS, Block, Instruction
 from engine.surrogates.difftune.params import N_SLOTS, OpParams, ParamTable, load
 
 LLVM_MCA = "llvm-mca-19"
@@ -32,13 +32,19 @@ BATCH = 100
 # The all-port groups (HWPortAny...) only model the scheduler buffer: they never keep net cycles.
 _HSW_LIKE = ("01", "23", "237", "04", "05", "06", "15", "16", "56", "015", "056", "0156")
 # ProcResGroups of the LLVM 19 X86 scheduling models (names and members as llvm-mca knows them).
+_SPR = ("00_01", "00_01_05", "00_01_05_06", "00_05", "00_05_06", "00_06", "01_05", "01_05_10", "02_03", "02_03_11",
+        "07_08", "00_01_05_06_10", "04_09", "02_03_07_08_11")
 _GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
     "HW": {f"HWPort{g}": tuple(f"HWPort{c}" for c in g) for g in _HSW_LIKE},
     "SKL": {f"SKLPort{g}": tuple(f"SKLPort{c}" for c in g) for g in _HSW_LIKE},
     "SB": {"SBPort01": ("SBPort0", "SBPort1"), "SBPort05": ("SBPort0", "SBPort5"),
            "SBPort15": ("SBPort1", "SBPort5"), "SBPort015": ("SBPort0", "SBPort1", "SBPort5")},
+    "SPR": {f"SPRPort{g}": tuple(f"SPRPort{c}" for c in g.split("_")) for g in _SPR},
 }
 _RETIRE_WIDTH = {"znver3": 8, "znver4": 8}
+#: Provenance entry naming (space-separated) the idiom candidates the source model does not recognise.
+#: Bumped when what a cached default table holds changes, so older cached tables are rebuilt, not reused.
+TABLE_FORMAT = 2
 
 
 def _mca(args: Sequence[str], text: str) -> subprocess.CompletedProcess[str]:
@@ -177,22 +183,46 @@ def _probe_regions(instr: Instruction) -> list[tuple[int, str]]:
     return out
 
 
+def _timelines(mcpu: str, texts: Sequence[str]) -> list[list[dict[str, Any]] | None]:
+    """llvm-mca's one-iteration timeline of each text (one code region each, batched); None where rejected."""
+    out: list[list[dict[str, Any]] | None] = []
+    for start in range(0, len(texts), BATCH):
+        chunk = texts[start:start + BATCH]
+        text = "".join(f"# LLVM-MCA-BEGIN p{i}\n{t}\n# LLVM-MCA-END p{i}\n" for i, t in enumerate(chunk))
+        proc = _mca([f"-mcpu={mcpu}", "-iterations=1", "--timeline", "--json"], text)
+        if proc.returncode != 0:
+            out.extend([None] * len(chunk))
+            continue
+        out.extend(r["TimelineView"]["TimelineInfo"] for r in json.loads(proc.stdout)["CodeRegions"])
+    return out
+
+
 def probe_read_advance(mcpu: str, instrs: Sequence[Instruction]) -> dict[str, list[int]]:
     """ReadAdvance per key, slot by slot, from two-producer chains feeding the slot (batched)."""
     probes = [(ins.key, slot, text) for ins in instrs for slot, text in _probe_regions(ins)]
     out = {ins.key: [0] * N_SLOTS for ins in instrs}
-    for start in range(0, len(probes), BATCH):
-        chunk = probes[start:start + BATCH]
-        text = "".join(f"# LLVM-MCA-BEGIN p{i}\n{t}\n# LLVM-MCA-END p{i}\n" for i, (_, _, t) in enumerate(chunk))
-        proc = _mca([f"-mcpu={mcpu}", "-iterations=1", "--timeline", "--json"], text)
-        if proc.returncode != 0:
-            continue
-        regions = json.loads(proc.stdout)["CodeRegions"]
-        for (key, slot, _), region in zip(chunk, regions, strict=True):
-            line = region["TimelineView"]["TimelineInfo"]
+    for (key, slot, _), line in zip(probes, _timelines(mcpu, [t for _, _, t in probes]), strict=True):
+        if line is not None:
             producer, consumer = line[-2], line[-1]
             out[key][slot] = max(0, producer["CycleExecuted"] - max(consumer["CycleIssued"], producer["CycleIssued"]))
     return out
+
+
+def probe_dependent_idioms(mcpu: str, instrs: Sequence[Instruction]) -> list[str]:
+    """Keys of the decoder's idiom candidates that this model does not recognise (it waits for their inputs).
+
+    Which idioms break dependencies is per model (Sapphire Rapids' knows none; Zen 3 also breaks legacy-SSE
+    ones but still executes them), so each candidate follows a long-latency producer of its register.
+    """
+    probes = []
+    for ins in instrs:
+        use = next((u for u in ins.uses if u.reg != FLAGS), None)
+        producer = None if use is None else _producer(use.reg, use.part, {u.reg for u in ins.uses})
+        if producer is not None:
+            probes.append((ins.key, f"{producer}\n{ins.asm}"))
+    lines = _timelines(mcpu, [t for _, t in probes])
+    return sorted(key for (key, _), line in zip(probes, lines, strict=True)
+                  if line is not None and line[-1]["CycleIssued"] >= line[-2]["CycleExecuted"] - 1)
 
 
 # -- the table ---------------------------------------------------------------------------------
@@ -214,13 +244,16 @@ def default_table(blocks: Sequence[Block], mcpu: str, cache: str | Path | None =
     if not re.fullmatch(r"[a-z0-9_-]+", mcpu):
         raise UserError(f"mcpu: not a CPU name: {brief(mcpu)}")
     exemplars: dict[str, Instruction] = {}
+    idioms: dict[str, Instruction] = {}  # a dep-breaking candidate shares its key with ordinary uses
     for block in blocks:
         for ins in block.instructions:
             exemplars.setdefault(ins.key, ins)
+            if ins.zero_idiom or ins.dep_breaking:
+                idioms.setdefault(ins.key, ins)
     cache_file = None
     if cache is not None:
         digest = hashlib.sha1("\n".join(sorted(exemplars)).encode()).hexdigest()[:12]
-        cache_file = Path(cache) / f"table_{mcpu}_{digest}.json"
+        cache_file = Path(cache) / f"table_{mcpu}_v{TABLE_FORMAT}_{digest}.json"
         if cache_file.exists():
             return load(cache_file)
     width, rob, rs = _globals(mcpu)
@@ -238,6 +271,7 @@ def default_table(blocks: Sequence[Block], mcpu: str, cache: str | Path | None =
                              tuple(sorted(ports.items())))
     table = ParamTable(dispatch_width=width, rob_size=rob, units=units, groups=groups, rows=rows,
                        retire_width=_RETIRE_WIDTH.get(mcpu, 0), scheduler_size=rs,
+                       dependent_idioms=tuple(probe_dependent_idioms(mcpu, list(idioms.values()))),
                        provenance={"source": "llvm-mca --instruction-tables + ReadAdvance probes",
                                    "llvm": LLVM_MCA, "mcpu": mcpu, "date": date.today().isoformat()})
     if cache_file is not None:

@@ -54,6 +54,9 @@ class ParamTable:
     rows: dict[str, OpParams] = field(default_factory=dict)
     retire_width: int = 0
     scheduler_size: int = 0
+    #: Zero-idiom and dependency-breaking keys this model does *not* recognise: they wait for their inputs
+    #: (llvm 19's Sapphire Rapids model knows none; znver3 still executes a legacy-SSE ``pxor``).
+    dependent_idioms: tuple[str, ...] = ()
     provenance: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -88,6 +91,7 @@ class ParamTable:
             **{g: getattr(self, g) for g in _GLOBALS},
             "units": [list(u) for u in self.units],
             "groups": [[g, list(m)] for g, m in self.groups],
+            "dependent_idioms": list(self.dependent_idioms),
             "provenance": dict(self.provenance),
         }
 
@@ -135,6 +139,7 @@ def _from_header(head: dict[str, Any], rows: dict[str, OpParams]) -> ParamTable:
         retire_width=int(head.get("retire_width", 0)), scheduler_size=int(head.get("scheduler_size", 0)),
         units=tuple((str(u), int(n)) for u, n in head["units"]),
         groups=tuple((str(g), tuple(m)) for g, m in head["groups"]),
+        dependent_idioms=tuple(str(k) for k in head.get("dependent_idioms", ())),
         rows=rows, provenance={str(k): str(v) for k, v in head.get("provenance", {}).items()},
     )
 
@@ -174,7 +179,7 @@ def diff(a: ParamTable, b: ParamTable) -> pd.DataFrame:
     for g in _GLOBALS:
         if getattr(a, g) != getattr(b, g):
             out.append(("*", g, getattr(a, g), getattr(b, g)))
-    for part in ("units", "groups"):
+    for part in ("units", "groups", "dependent_idioms"):
         if getattr(a, part) != getattr(b, part):
             out.append(("*", part, getattr(a, part), getattr(b, part)))
     fa, fb = a.to_frame().set_index("key"), b.to_frame().set_index("key")

@@ -96,6 +96,7 @@ def prepare(block: Block, table: ParamTable) -> Prepared:
     def_keys = np.full((n, width_d, 5), -1, dtype=np.int64)
     flags = np.zeros((n, 3), dtype=np.int64)
     ids: dict[str, int] = {}
+    dependent = set(table.dependent_idioms)
     for i, (ins, row) in enumerate(zip(block.instructions, rows, strict=True)):
         entries = []
         for name, cycles in row.port_cycles:
@@ -116,7 +117,7 @@ def prepare(block: Block, table: ParamTable) -> Prepared:
             res[i, r] = (kind, index, cycles, need)
             res_key[i, r] = mask
         flags[i] = (ins.may_load, ins.may_store, bool(entries))
-        independent = ins.zero_idiom or ins.dep_breaking
+        independent = (ins.zero_idiom or ins.dep_breaking) and ins.key not in dependent
         for k, use in enumerate(ins.uses):
             if independent and use.reg != FLAGS:
                 continue
@@ -192,15 +193,24 @@ def _popcount(x: int) -> int:
 
 
 @numba.njit(cache=True)
-def _available(i: int, res: np.ndarray, members: np.ndarray, free_at: np.ndarray, first: np.ndarray,
-               nsub: np.ndarray, cycle: int) -> bool:
+def _ready_units(free_at: np.ndarray, first: np.ndarray, nsub: np.ndarray, cycle: int) -> int:
+    """Bit u set when unit u has a free sub-unit (computed once per issue, shared by every candidate)."""
+    mask = 0
+    for u in range(nsub.shape[0]):
+        if _free_subs(free_at, first[u], nsub[u], cycle) != 0:
+            mask |= 1 << u
+    return mask
+
+
+@numba.njit(cache=True)
+def _available(i: int, res: np.ndarray, group_mask: np.ndarray, ready: int) -> bool:
     for r in range(res.shape[1]):
         kind = res[i, r, 0]
         if kind == 0:
-            if _free_subs(free_at, first[res[i, r, 1]], nsub[res[i, r, 1]], cycle) == 0:
+            if not (ready >> res[i, r, 1]) & 1:
                 return False
         elif kind == 1:
-            if _popcount(_ready_members(members, res[i, r, 1], free_at, first, nsub, cycle)) < res[i, r, 3]:
+            if _popcount(ready & group_mask[res[i, r, 1]]) < res[i, r, 3]:
                 return False
     return True
 
@@ -277,6 +287,28 @@ def _issue_resources(i: int, res: np.ndarray, res_key: np.ndarray, cycle: int, f
 
 
 @numba.njit(cache=True)
+def _next_event(cycle: int, oldest: int, next_dispatch: int, times: np.ndarray, waiting: np.ndarray,
+                n_waiting: int, in_flight: np.ndarray, n_in_flight: int, pend: np.ndarray, rt: np.ndarray,
+                free_at: np.ndarray) -> int:
+    """After a cycle in which nothing happened, the next cycle in which something can: nothing changes until
+    a retire, a memory completion, a read becoming ready or a sub-unit's release (skipping is exact)."""
+    nxt = -1
+    if oldest < next_dispatch and times[oldest, 3] >= 0:
+        nxt = times[oldest, 3] + 1
+    for a in range(n_in_flight):
+        t = times[in_flight[a], 3]
+        nxt = t if nxt < 0 else min(nxt, t)
+    for a in range(n_waiting):
+        j = waiting[a]
+        if pend[j] == 0 and rt[j] > cycle:
+            nxt = rt[j] if nxt < 0 else min(nxt, rt[j])
+    for s in range(free_at.shape[0]):
+        if free_at[s] > cycle:
+            nxt = free_at[s] if nxt < 0 else min(nxt, free_at[s])
+    return max(cycle + 1, nxt)
+
+
+@numba.njit(cache=True)
 def _core(uops: np.ndarray, lat: np.ndarray, flags: np.ndarray, res: np.ndarray, res_key: np.ndarray,
           use_keys: np.ndarray, use_adv: np.ndarray, def_keys: np.ndarray, first: np.ndarray, nsub: np.ndarray,
           members: np.ndarray, glob: np.ndarray, iterations: int, times: np.ndarray) -> int:
@@ -290,13 +322,13 @@ def _core(uops: np.ndarray, lat: np.ndarray, flags: np.ndarray, res: np.ndarray,
     n_keys = 1 + max(use_keys.max(), def_keys.max())
     free_at = np.zeros(nsub.sum(), dtype=np.int64)
     state = np.zeros((n_groups + n_units, 3), dtype=np.int64)
+    group_mask = np.zeros(n_groups, dtype=np.int64)
     for g in range(n_groups):
-        m = 0
         for u in range(n_units):
             if members[g, u]:
-                m |= 1 << u
-        state[g, 0] = m
-        state[g, 2] = m
+                group_mask[g] |= 1 << u
+        state[g, 0] = group_mask[g]
+        state[g, 2] = group_mask[g]
     for u in range(n_units):
         state[n_groups + u, 0] = (1 << nsub[u]) - 1
         state[n_groups + u, 2] = (1 << nsub[u]) - 1
@@ -327,6 +359,10 @@ def _core(uops: np.ndarray, lat: np.ndarray, flags: np.ndarray, res: np.ndarray,
         times[j, 2] = -1
         times[j, 3] = -1
         times[j, 4] = -1
+    waiting = np.empty(total, dtype=np.int64)  # dispatched, not issued, in program order
+    n_waiting = 0
+    in_flight = np.empty(total, dtype=np.int64)  # issued memory instructions still executing
+    n_in_flight = 0
     pairs_w = np.empty(use_keys.shape[2], dtype=np.int64)
     pairs_d = np.empty(use_keys.shape[2], dtype=np.int64)
     next_dispatch = 0
@@ -338,6 +374,7 @@ def _core(uops: np.ndarray, lat: np.ndarray, flags: np.ndarray, res: np.ndarray,
     last_retire = 0
     while oldest < total:
         # retire
+        busy = carry > 0
         retired = 0
         while oldest < next_dispatch and times[oldest, 3] >= 0 and times[oldest, 3] < cycle:
             if retire_width > 0 and retired == retire_width:
@@ -347,33 +384,49 @@ def _core(uops: np.ndarray, lat: np.ndarray, flags: np.ndarray, res: np.ndarray,
             last_retire = cycle
             retired += 1
             oldest += 1
+            busy = True
         # executed this cycle: LSU bookkeeping
-        for j in range(oldest, next_dispatch):
-            if times[j, 3] == cycle and times[j, 2] < cycle and group[j] > 0:
-                g = group[j]
-                grp[g, 2] += 1
-                if grp[g, 2] == grp[g, 0]:
-                    if cur_load == g:
-                        cur_load = 0
-                    if cur_store == g:
-                        cur_store = 0
+        kept = 0
+        for a in range(n_in_flight):
+            j = in_flight[a]
+            if times[j, 3] != cycle:
+                in_flight[kept] = j
+                kept += 1
+                continue
+            g = group[j]
+            grp[g, 2] += 1
+            busy = True
+            if grp[g, 2] == grp[g, 0]:
+                if cur_load == g:
+                    cur_load = 0
+                if cur_store == g:
+                    cur_store = 0
+        n_in_flight = kept
         # issue
         while True:
             best = -1
+            best_at = 0
             best_rank = 0
-            for j in range(oldest, next_dispatch):
-                if times[j, 2] >= 0 or times[j, 0] >= cycle or pend[j] > 0 or rt[j] > cycle:
+            ready = _ready_units(free_at, first, nsub, cycle)
+            for a in range(n_waiting):
+                j = waiting[a]
+                if times[j, 0] >= cycle or pend[j] > 0 or rt[j] > cycle:
                     continue
                 if group[j] > 0 and grp[group[j], 4] < grp[group[j], 3]:
                     continue
                 rank = j - users[j]
                 if best >= 0 and (rank > best_rank or (rank == best_rank and j > best)):
                     continue
-                if _available(j % n, res, members, free_at, first, nsub, cycle):
+                if _available(j % n, res, group_mask, ready):
                     best = j
+                    best_at = a
                     best_rank = rank
             if best < 0:
                 break
+            n_waiting -= 1
+            for a in range(best_at, n_waiting):
+                waiting[a] = waiting[a + 1]
+            busy = True
             i = best % n
             if times[best, 1] < 0:
                 times[best, 1] = max(rt[best], times[best, 0])
@@ -389,6 +442,9 @@ def _core(uops: np.ndarray, lat: np.ndarray, flags: np.ndarray, res: np.ndarray,
                 pend[r] -= 1
                 e = e_next[e]
             g = group[best]
+            if g > 0 and lat[i] > 0:
+                in_flight[n_in_flight] = best
+                n_in_flight += 1
             if g > 0:
                 grp[g, 1] += 1
                 if grp[g, 1] == grp[g, 0]:
@@ -421,6 +477,7 @@ def _core(uops: np.ndarray, lat: np.ndarray, flags: np.ndarray, res: np.ndarray,
             else:
                 avail -= uops[i]
             times[j, 0] = cycle
+            busy = True
             rob_used += min(uops[i], rob_size)
             if flags[i, 2] and rs_size > 0:
                 rs_used += 1
@@ -492,7 +549,14 @@ def _core(uops: np.ndarray, lat: np.ndarray, flags: np.ndarray, res: np.ndarray,
                     rt[r] = max(rt[r], cycle)
                     pend[r] -= 1
                     e = e_next[e]
-        cycle += 1
+            else:
+                waiting[n_waiting] = j
+                n_waiting += 1
+        if busy:
+            cycle += 1
+        else:
+            cycle = _next_event(cycle, oldest, next_dispatch, times, waiting, n_waiting, in_flight, n_in_flight,
+                                pend, rt, free_at)
     return last_retire + 1
 
 
