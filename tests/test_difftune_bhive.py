@@ -50,3 +50,8 @@ def test_the_real_anchor_sample():
     assert len(sample) == 2000 and {f"{a}_mca19" for a in bhive.ANCHOR_ARCHS} <= set(sample.columns)
     chosen = bhive.select(source="anchor")
     assert 1500 < len(chosen) < 2000 and not set(chosen) & bhive.may_alias()
+
+
+def test_availability_is_said_not_raised(folder, tmp_path_factory):
+    assert bhive.available(folder)
+    assert not bhive.available(tmp_path_factory.mktemp("nothing"))

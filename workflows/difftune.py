@@ -267,7 +267,9 @@ def find_blocks(store: Store, text: str, limit: int = 200) -> list[str]:
     """Blocks to pick from: decoded ones whose hex, assembly or opcode names contain ``text`` (the measured and
     anchor blocks are decoded on first use)."""
     if not search_blocks(store, DECODER, "", 1):
-        hexes = list(bhive.anchor()["hex"]) + list(block_measurements(store, this_cpu(store)[0], 1)["hex"])
+        hexes = list(block_measurements(store, this_cpu(store)[0], 1)["hex"])
+        if bhive.available():
+            hexes = list(bhive.anchor()["hex"]) + hexes
         decoded_blocks(store, hexes)
     return search_blocks(store, DECODER, text.strip(), limit)
 

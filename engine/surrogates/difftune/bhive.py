@@ -30,6 +30,12 @@ def _folder(folder: Path | None) -> Path:
     return found
 
 
+def available(folder: Path | None = None) -> bool:
+    """Whether the data folder holds BHive and the anchor sample (a dashboard installed elsewhere may lack it)."""
+    found = folder or data_dir()
+    return found is not None and (found / "bhive").is_dir() and (found / ANCHOR).is_file()
+
+
 def anchor(folder: Path | None = None) -> pd.DataFrame:
     """The anchor sample: ``hex``, ``n_instr`` and llvm-mca's cycles per 100 iterations per arch and version."""
     path = _folder(folder) / ANCHOR
