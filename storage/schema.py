@@ -225,4 +225,25 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        7,
+        "DiffTune: simulated data sets (random tables' cycles; the rows live in Parquet shards beside the database)",
+        """
+        CREATE SEQUENCE simulated_dataset_id_seq START 1;
+        -- A shard row's block indexes the JSON list of hexes; its seed alone redraws the table (over model's
+        -- resource model). The folder is relative to the database's folder; samples 0..samples_done-1 are stored.
+        CREATE TABLE simulated_datasets (
+            id             INTEGER PRIMARY KEY DEFAULT nextval('simulated_dataset_id_seq'),
+            name           VARCHAR NOT NULL UNIQUE,
+            arch           VARCHAR NOT NULL,
+            blocks         VARCHAR NOT NULL,
+            model          VARCHAR NOT NULL,
+            folder         VARCHAR NOT NULL,
+            samples_done   BIGINT NOT NULL DEFAULT 0,
+            samples_wanted BIGINT NOT NULL,
+            created_at     TIMESTAMP NOT NULL DEFAULT current_timestamp,
+            updated_at     TIMESTAMP NOT NULL DEFAULT current_timestamp
+        );
+        """,
+    ),
 ]

@@ -7,6 +7,7 @@ import argparse
 
 from app.cli._common import MAX_COUNT, add_json, bounded, open_store, output_place, write_output
 from app.cli._output import emit
+from app.cli.difftune_dataset import register_dataset
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,6 +47,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     evaluate.add_argument("--table", help="also score this table (stored name or file)")
     add_json(evaluate)
     evaluate.set_defaults(func=_evaluate)
+    register_dataset(actions)
 
 
 def _build(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ from engine.execution.executors import Executor
 from engine.execution.worker import Task, failed, measure
 from engine.runners.base import MeasureResult, Runner
 
-_ADDRESS = re.compile(r"^(?:(?:tcp|tls|inproc|ws|wss|ucx)://)?[A-Za-z0-9_.\-\[\]:]+$")
+SCHEDULER_ADDRESS = re.compile(r"^(?:(?:tcp|tls|inproc|ws|wss|ucx)://)?[A-Za-z0-9_.\-\[\]:]+$")
 
 
 class DaskExecutor(Executor):
@@ -39,7 +39,7 @@ class DaskExecutor(Executor):
         if client is not None:
             self.client = client
         elif scheduler:
-            if not _ADDRESS.match(scheduler):
+            if not SCHEDULER_ADDRESS.match(scheduler):
                 raise UserError(f"--scheduler {scheduler!r}: expected an address like tcp://HOST:8786")
             try:
                 self.client = dask.Client(scheduler, timeout=f"{connect_timeout}s")

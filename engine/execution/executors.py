@@ -130,7 +130,7 @@ class InlineExecutor(_FuturesExecutor):
         return future
 
 
-def _context() -> multiprocessing.context.BaseContext:
+def process_context() -> multiprocessing.context.BaseContext:
     """forkserver where available: workers start clean, not as copies of a threaded parent (a
     Streamlit server, a DuckDB connection) that fork() could leave with a held lock."""
     methods = multiprocessing.get_all_start_methods()
@@ -153,7 +153,7 @@ class LocalExecutor(_FuturesExecutor):
         return (runner, None, os.getpid())
 
     def _start(self, runner: Runner) -> ProcessPoolExecutor:
-        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=_context(), initializer=install,
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=process_context(), initializer=install,
                                          initargs=self._initargs(runner))
         return self._pool
 
