@@ -1,0 +1,232 @@
+"""Training DiffTune's surrogate (difftune.md §5): MAPE, Adam, clipping, an 80/10/10 split by block.
+
+A data set is (block index, seed, cycles) rows over a list of blocks and the model table whose resource
+model the random tables were drawn with: ``sample_table(block keys, model, seed)`` rebuilds each θ, so a
+stored data set plugs in unchanged. Each epoch ends with a validation MAPE and a checkpoint (network,
+optimiser, epoch, EMA, history, vocabulary, configuration); ``train`` on a folder holding one resumes after
+its epoch. Batch order depends only on (seed, epoch) and the network's start only on the seed, so a resumed
+run ends with the same weights as one that never stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from engine.errors import UserError, brief
+from engine.surrogates.difftune.decode import Block
+from engine.surrogates.difftune.params import ParamTable, from_document
+from engine.surrogates.difftune.sampling import sample_table
+from engine.surrogates.difftune.surrogate import Featuriser, ParamLstm, Surrogate, SurrogateConfig, param_matrix, stack_rows, table_globals
+from engine.surrogates.difftune.tokens import Vocabulary
+
+CHECKPOINT = "checkpoint.pt"
+HISTORY = "history.csv"
+#: Batches sorted by block length within windows of this many batches: long blocks pad few others.
+_BUCKET = 16
+
+
+def split_blocks(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Block indices for train, validation and test (80/10/10 of a ``RandomState(seed)`` shuffle, as DiffTune)."""
+    order = np.random.RandomState(seed).permutation(n)
+    a, b = int(0.8 * n), int(0.9 * n)
+    return np.sort(order[:a]), np.sort(order[a:b]), np.sort(order[b:])
+
+
+@dataclass(frozen=True)
+class Samples:
+    """Simulated samples: ``frame`` has columns ``block`` (index into ``blocks``), ``seed`` and ``cycles``."""
+
+    frame: pd.DataFrame
+    blocks: Sequence[Block]
+    model: ParamTable
+
+    def table(self, block: int, seed: int) -> ParamTable:
+        """The random θ of one sample, rebuilt from its seed."""
+        return sample_table({i.key for i in self.blocks[block].instructions}, self.model, seed)
+
+    def restrict(self, blocks: np.ndarray) -> Samples:
+        """The samples of some blocks (e.g. one split)."""
+        return replace(self, frame=self.frame[self.frame["block"].isin(blocks)].reset_index(drop=True))
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Sizes and §5's optimisation settings; everything a resumed run must share with the first."""
+
+    embedding: int = 64
+    hidden: int = 64
+    layers: int = 2
+    batch: int = 256
+    lr: float = 1e-3
+    clip: float = 5.0
+    ema_beta: float = 0.995
+    seed: int = 0
+    split_seed: int = 0
+
+
+@dataclass(frozen=True)
+class _Encoded:
+    """Samples with their θ rows computed once: per sample the rows of its block's instructions."""
+
+    blocks: list[Block]
+    rows: list[np.ndarray]
+    globals_: np.ndarray
+    cycles: np.ndarray
+
+    @classmethod
+    def of(cls, samples: Samples, resources: Sequence[str]) -> _Encoded:
+        blocks, rows, globals_ = [], [], []
+        for b, seed in zip(samples.frame["block"].to_numpy(), samples.frame["seed"].to_numpy()):
+            block = samples.blocks[int(b)]
+            table = samples.table(int(b), int(seed))
+            blocks.append(block)
+            rows.append(param_matrix(table, [i.key for i in block.instructions], resources))
+            globals_.append(table_globals(table))
+        return cls(blocks, rows, np.array(globals_, dtype=np.float32).reshape(-1, 2),
+                   samples.frame["cycles"].to_numpy(dtype=np.float32))
+
+    def inputs(self, featuriser: Featuriser, index: np.ndarray) -> tuple[Any, ...]:
+        return (*featuriser.block_inputs([self.blocks[i] for i in index]), stack_rows([self.rows[i] for i in index]),
+                torch.from_numpy(self.globals_[index]))
+
+
+def mape(predicted: torch.Tensor, truth: torch.Tensor) -> torch.Tensor:
+    """§5's loss: mean(|ŷ − y| / y)."""
+    return ((predicted - truth).abs() / truth).mean()
+
+
+def _batches(lengths: np.ndarray, size: int, rng: np.random.RandomState) -> list[np.ndarray]:
+    """Shuffled batches, each of blocks of similar length."""
+    order = rng.permutation(len(lengths))
+    batches: list[np.ndarray] = []
+    window = size * _BUCKET
+    for start in range(0, len(order), window):
+        chunk = order[start:start + window]
+        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+        batches += [chunk[i:i + size] for i in range(0, len(chunk), size)]
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def _evaluate(surrogate: Surrogate, data: _Encoded, batch: int) -> float:
+    surrogate.network.eval()
+    lengths = np.array([len(b.instructions) for b in data.blocks])
+    order = np.argsort(lengths, kind="stable")
+    total = 0.0
+    with torch.no_grad():
+        for start in range(0, len(order), batch):
+            index = order[start:start + batch]
+            predicted = surrogate.network(*data.inputs(surrogate.featuriser, index))
+            total += float(mape(predicted, torch.from_numpy(data.cycles[index]))) * len(index)
+    return total / max(len(order), 1)
+
+
+def evaluate(surrogate: Surrogate, samples: Samples, batch: int = 1024) -> float:
+    """MAPE of the surrogate against the simulator on ``samples`` (held-out blocks × random θ)."""
+    return _evaluate(surrogate, _Encoded.of(samples, surrogate.featuriser.resources), batch)
+
+
+def _surrogate(config: TrainConfig, vocabulary: Vocabulary, resources: Sequence[str]) -> Surrogate:
+    featuriser = Featuriser(vocabulary, resources)
+    torch.manual_seed(config.seed)
+    network = ParamLstm(SurrogateConfig(len(vocabulary), featuriser.features, config.embedding, config.hidden, config.layers))
+    return Surrogate(network, featuriser)
+
+
+def _save(folder: Path, surrogate: Surrogate, optimiser: torch.optim.Optimizer, state: dict[str, Any]) -> None:
+    """Write the checkpoint next to its final name first, so a kill mid-write leaves the previous one."""
+    tmp = folder / (CHECKPOINT + ".tmp")
+    torch.save({**state, "network": surrogate.network.state_dict(), "optimiser": optimiser.state_dict(),
+                "vocabulary": surrogate.featuriser.vocabulary.to_document(), "resources": surrogate.featuriser.resources}, tmp)
+    tmp.replace(folder / CHECKPOINT)
+    pd.DataFrame(state["history"]).to_csv(folder / HISTORY, index=False)
+
+
+def _checkpoint(folder: Path) -> dict[str, Any]:
+    path = folder / CHECKPOINT
+    if not path.is_file():
+        raise UserError(f"checkpoint {path}: not found")
+    data: dict[str, Any] = torch.load(path, weights_only=False)
+    return data
+
+
+def load_surrogate(folder: str | Path) -> Surrogate:
+    """The surrogate of a training folder's last checkpoint, in evaluation mode."""
+    data = _checkpoint(Path(folder))
+    surrogate = _surrogate(TrainConfig(**data["config"]), Vocabulary.from_document(data["vocabulary"]), data["resources"])
+    surrogate.network.load_state_dict(data["network"])
+    surrogate.network.eval()
+    return surrogate
+
+
+def history(folder: str | Path) -> pd.DataFrame:
+    """Training curves so far (epoch, step, loss, ema, val_mape; val_mape only on each epoch's last step)."""
+    path = Path(folder) / HISTORY
+    return pd.read_csv(path) if path.is_file() else pd.DataFrame(columns=["epoch", "step", "loss", "ema", "val_mape"])
+
+
+def train(samples: Samples, folder: str | Path, epochs: int, config: TrainConfig = TrainConfig(),
+          max_seconds: float | None = None) -> tuple[Surrogate, pd.DataFrame]:
+    """Train until ``epochs`` epochs are done, resuming from ``folder``'s checkpoint when it has one (its
+    configuration must be ``config``); returns the surrogate and the history. With ``max_seconds``, stop
+    after the epoch past which another epoch as long as the last would overrun it (a later call resumes)."""
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    train_blocks, val_blocks, _ = split_blocks(len(samples.blocks), config.split_seed)
+    resumed = _checkpoint(out) if (out / CHECKPOINT).is_file() else None
+    if resumed is not None:
+        if resumed["config"] != asdict(config):
+            raise UserError(f"checkpoint {out}: trained with {brief(json.dumps(resumed['config']))}, not this configuration")
+        vocabulary = Vocabulary.from_document(resumed["vocabulary"])
+    else:
+        vocabulary = Vocabulary.build(samples.blocks[i] for i in train_blocks)
+    surrogate = _surrogate(config, vocabulary, samples.model.resources)
+    optimiser = torch.optim.Adam(surrogate.network.parameters(), lr=config.lr, betas=(0.9, 0.999))
+    state: dict[str, Any] = {"epoch": 0, "step": 0, "ema": None, "history": [], "config": asdict(config),
+                             "model": samples.model.to_document()}
+    if resumed is not None:
+        surrogate.network.load_state_dict(resumed["network"])
+        optimiser.load_state_dict(resumed["optimiser"])
+        state.update({k: resumed[k] for k in ("epoch", "step", "ema", "history")})
+    if state["epoch"] >= epochs:
+        return surrogate, pd.DataFrame(state["history"])
+    data = _Encoded.of(samples.restrict(train_blocks), surrogate.featuriser.resources)
+    val = _Encoded.of(samples.restrict(val_blocks), surrogate.featuriser.resources)
+    lengths = np.array([len(b.instructions) for b in data.blocks])
+    begun = time.perf_counter()
+    for epoch in range(state["epoch"] + 1, epochs + 1):
+        started = time.perf_counter()
+        surrogate.network.train()
+        batches = _batches(lengths, config.batch, np.random.RandomState([config.seed, epoch]))
+        for n, index in enumerate(batches, start=1):
+            optimiser.zero_grad()
+            loss = mape(surrogate.network(*data.inputs(surrogate.featuriser, index)), torch.from_numpy(data.cycles[index]))
+            torch.autograd.backward(loss)
+            torch.nn.utils.clip_grad_norm_(surrogate.network.parameters(), config.clip)
+            optimiser.step()
+            state["step"] += 1
+            value = float(loss.detach())
+            state["ema"] = value if state["ema"] is None else config.ema_beta * state["ema"] + (1 - config.ema_beta) * value
+            val_mape = _evaluate(surrogate, val, 4 * config.batch) if n == len(batches) and len(val.blocks) else float("nan")
+            state["history"].append({"epoch": epoch, "step": state["step"], "loss": value, "ema": state["ema"],
+                                     "val_mape": val_mape, "seconds": time.perf_counter() - started})
+        state["epoch"] = epoch
+        _save(out, surrogate, optimiser, state)
+        now = time.perf_counter()
+        if max_seconds is not None and (now - begun) + (now - started) > max_seconds:
+            break
+    surrogate.network.eval()
+    return surrogate, pd.DataFrame(state["history"])
+
+
+def model_table(folder: str | Path) -> ParamTable:
+    """The model table a folder's surrogate was trained under (its resource model fixes the row columns)."""
+    return from_document(_checkpoint(Path(folder))["model"])

@@ -1,0 +1,114 @@
+"""DiffTune's surrogate: canonical tokens, the featuriser's tensors, gradients into the parameter rows,
+training that learns, resuming that changes nothing, and the split by block."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from engine.surrogates.difftune.decode import Block, decode_blocks
+from engine.surrogates.difftune.params import ParamTable
+from engine.surrogates.difftune.sampling import sample_table
+from engine.surrogates.difftune.simulate import simulate
+from engine.surrogates.difftune.surrogate import Featuriser, ParamLstm, SurrogateConfig, feature_names
+from engine.surrogates.difftune.tokens import PAD, UNK, Vocabulary, block_tokens
+from engine.surrogates.difftune.train import Samples, TrainConfig, load_surrogate, split_blocks, train
+
+MODEL = ParamTable(dispatch_width=4, rob_size=192, units=(("P0", 1), ("P1", 1), ("P2", 1), ("P5", 1)),
+                   groups=(("P01", ("P0", "P1")),))
+HEXES = [
+    "4801c3", "48031e4801d8", "4889074c8b07", "480fafc0", "31c04801c3", "b0014801c3", "48f7f3", "5b5d415c",
+    "c5fc5806c5fc58c0", "4883d0004813442408", "488b4424f84801c3", "4801c34801c14801c24801c6", "480fafc34801d8",
+    "4c8d0c804d01c8", "4889c34829d3", "48ffc04839d8", "c5f459c2c5ec58c8", "488b07488b5f08", "4885c04809c3",
+    "48c1e0034801c3", "89c801d0", "4831db4801c3", "66480f6ec0", "0f28c10f59c2", "4d89c14d01c8",
+    "480fafc0480fafc0", "488d04404801d8", "4821c34809d8", "48f7d84801c3", "8b074801c3",
+]
+TINY = TrainConfig(embedding=16, hidden=16, layers=1, batch=64)
+
+
+@pytest.fixture(scope="module")
+def blocks() -> list[Block]:
+    decoded = decode_blocks(HEXES)
+    assert all(isinstance(b, Block) for b in decoded), decoded
+    return [b for b in decoded if isinstance(b, Block)]
+
+
+@pytest.fixture(scope="module")
+def samples(blocks: list[Block]) -> Samples:
+    rows = [(i, seed, int(simulate([b], sample_table({x.key for x in b.instructions}, MODEL, seed))[0]))
+            for i, b in enumerate(blocks) for seed in range(100 * i, 100 * i + 20)]
+    return Samples(pd.DataFrame(rows, columns=["block", "seed", "cycles"]), blocks, MODEL)
+
+
+def test_tokens_follow_ithemals_canonical_form(blocks: list[Block]) -> None:
+    add, load_op, store_load = blocks[0], blocks[1], blocks[2]
+    assert block_tokens(add) == [["ADD", "<SRCS>", "RBX.q", "RAX.q", "<DSTS>", "RBX.q", "EFLAGS", "<END>"]]
+    assert block_tokens(load_op)[0] == ["ADD", "<SRCS>", "RBX.q", "<MEM>", "RSI.q", "</MEM>", "<DSTS>", "RBX.q", "EFLAGS", "<END>"]
+    assert block_tokens(store_load) == [["MOV", "<SRCS>", "RAX.q", "<DSTS>", "<MEM>", "RDI.q", "</MEM>", "<END>"],
+                                        ["MOV", "<SRCS>", "<MEM>", "RDI.q", "</MEM>", "<DSTS>", "R8.q", "<END>"]]
+    pop = block_tokens(blocks[7])[0]  # implicit RSP read and written
+    assert pop == ["POP", "<SRCS>", "RSP.q", "<DSTS>", "RBX.q", "RSP.q", "<END>"]
+    displaced = block_tokens(blocks[10])[0]
+    assert displaced[:7] == ["MOV", "<SRCS>", "<MEM>", "RSP.q", "<DISP>", "</MEM>", "<DSTS>"]
+
+
+def test_vocabulary_round_trips_and_maps_unknown_tokens(blocks: list[Block], tmp_path) -> None:
+    vocab = Vocabulary.build(blocks[:3])
+    assert vocab.tokens[:2] == (PAD, UNK) and len(set(vocab.tokens)) == len(vocab)
+    vocab.save(tmp_path / "vocab.json")
+    assert Vocabulary.load(tmp_path / "vocab.json") == vocab
+    ids = vocab.encode([blocks[3]])[0][0]  # IMUL is not in the first three blocks
+    assert ids[0] == 1 and all(i > 0 for i in ids)
+
+
+def test_featuriser_pads_and_gradients_reach_the_parameter_rows(blocks: list[Block]) -> None:
+    featuriser = Featuriser(Vocabulary.build(blocks), MODEL.resources)
+    chosen = [blocks[0], blocks[11], blocks[0]]
+    tables = [sample_table({x.key for x in b.instructions}, MODEL, s) for s, b in enumerate(chosen)]
+    tokens, block_of, rows, globals_ = featuriser.batch(chosen, tables)
+    assert featuriser.features == len(feature_names(MODEL.resources)) == 5 + 7 + 2
+    assert tokens.ids.shape[:2] == (2, 4) and tokens.lengths.tolist() == [1, 4] and block_of.tolist() == [0, 1, 0]
+    assert tokens.token_counts[0].tolist() == [8, 0, 0, 0] and int(tokens.ids[0, 1:].abs().sum()) == 0
+    assert rows.shape == (3, 4, featuriser.features) and float(rows[0, 1:].abs().sum()) == 0
+    assert globals_.tolist()[1] == [tables[1].dispatch_width, tables[1].rob_size]
+    network = ParamLstm(SurrogateConfig(len(featuriser.vocabulary), featuriser.features, 8, 8, 2))
+    rows.requires_grad_(True)
+    globals_.requires_grad_(True)
+    predicted = network(tokens, block_of, rows, globals_)
+    assert predicted.shape == (3,) and bool((predicted > 0).all())
+    predicted.sum().backward()
+    assert float(rows.grad[:, 0].abs().sum()) > 0 and float(globals_.grad.abs().sum()) > 0
+    assert float(rows.grad[0, 1:].abs().sum()) == 0  # padding rows do not count
+
+
+def test_split_is_deterministic_and_by_block() -> None:
+    train_b, val_b, test_b = split_blocks(100, seed=3)
+    assert (len(train_b), len(val_b), len(test_b)) == (80, 10, 10)
+    assert sorted(np.concatenate([train_b, val_b, test_b]).tolist()) == list(range(100))
+    again = split_blocks(100, seed=3)
+    assert all((a == b).all() for a, b in zip((train_b, val_b, test_b), again))
+    assert not (split_blocks(100, seed=4)[0] == train_b).all()
+
+
+def test_training_lowers_the_loss(samples: Samples, tmp_path) -> None:
+    _, history = train(samples, tmp_path, epochs=3, config=TINY)
+    assert list(history.columns[:5]) == ["epoch", "step", "loss", "ema", "val_mape"]
+    first, last = history[history["epoch"] == 1]["loss"].mean(), history[history["epoch"] == 3]["loss"].mean()
+    assert last < first
+    assert history.dropna(subset=["val_mape"])["epoch"].tolist() == [1, 2, 3]
+
+
+def test_resuming_equals_training_without_a_stop(samples: Samples, tmp_path) -> None:
+    whole, _ = train(samples, tmp_path / "whole", epochs=2, config=TINY)
+    train(samples, tmp_path / "parts", epochs=1, config=TINY)
+    resumed, history = train(samples, tmp_path / "parts", epochs=2, config=TINY)
+    for name, value in whole.network.state_dict().items():
+        assert torch.equal(value, resumed.network.state_dict()[name]), name
+    assert history["epoch"].max() == 2
+    loaded = load_surrogate(tmp_path / "parts")
+    assert loaded.featuriser.vocabulary == resumed.featuriser.vocabulary
+    table = samples.table(0, 0)
+    assert np.allclose(loaded.predict([samples.blocks[0]], [table]), resumed.predict([samples.blocks[0]], [table]))
