@@ -86,12 +86,11 @@ typecheck: install
 	$(BIN)/mypy
 
 # The non-browser tests on two workers (a file's tests stay on one: module fixtures are made once), then
-# the browser tests and those starting Dask clusters one at a time (two dashboards or clusters at once compete
-# for the 2 cores; a cluster's spawned workers hung inside a test worker).
+# the browser tests one at a time (each file serves a dashboard to a chromium: two at once compete for the cores).
 PYTEST_WORKERS ?= 2
 test: install system-test-deps lint typecheck difftune-harness
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not browser and not serial"
-	$(BIN)/python -m pytest -q -m "browser or serial"
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not browser"
+	$(BIN)/python -m pytest -q -m browser
 
 test-fast: install
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not browser"

@@ -15,7 +15,7 @@ from engine.io.paths import REPO_ROOT, data_dir, reference_dir
 
 # Pages hide exception details from users (.streamlit/config.toml); tests want to read them.
 os.environ.setdefault("STREAMLIT_CLIENT_SHOW_ERROR_DETAILS", "full")
-#: How long a browser test waits for the page: a rerun takes seconds, more on a busy machine.
+#: How long a browser test waits for the page: a rerun takes seconds, more while the other test worker is busy.
 BROWSER_TIMEOUT_MS = 60_000
 
 

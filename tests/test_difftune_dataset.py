@@ -18,9 +18,6 @@ from tests.conftest import run_cli
 from workflows.difftune import decoded_blocks
 from workflows.difftune_dataset import dataset_folder, simulate_dataset
 
-# Starts Dask clusters and process pools: make test runs it outside the parallel phase.
-pytestmark = pytest.mark.serial
-
 BLOCKS, SAMPLES, CHUNK = 10, 200, 50
 
 

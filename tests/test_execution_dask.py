@@ -14,9 +14,6 @@ distributed = pytest.importorskip("distributed")
 
 from engine.execution.dask_executor import DaskExecutor
 
-# Starts Dask clusters and process pools: make test runs it outside the parallel phase.
-pytestmark = pytest.mark.serial
-
 FUNCS = "tests.helpers.measure_funcs"
 SPACE = Space([Factor(f"x{i}", "ordinal", (-1, 0, 1)) for i in range(1, 9)])
 

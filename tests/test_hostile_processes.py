@@ -33,9 +33,6 @@ from engine.study import StudySpec
 from storage import Store
 from tests.conftest import free_port, run_cli, wait_healthy
 
-# Starts Dask clusters and process pools: make test runs it outside the parallel phase.
-pytestmark = pytest.mark.serial
-
 PY = sys.executable
 TUNELAB = str(Path(sys.executable).with_name("tunelab"))
 MARK = "TUNELAB_TEST_MARK"
