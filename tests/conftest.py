@@ -19,6 +19,15 @@ os.environ.setdefault("STREAMLIT_CLIENT_SHOW_ERROR_DETAILS", "full")
 BROWSER_TIMEOUT_MS = 60_000
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under ``pytest -n N --dist loadgroup`` (make test): a file's tests run on one worker, so its
+    module-scoped fixtures (a served dashboard, a built wheel) are made once; the browser files share one
+    worker, so two dashboards and two chromiums never compete for the 2 cores."""
+    for item in items:
+        group = "browser" if item.get_closest_marker("browser") else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "tunelab.duckdb"
