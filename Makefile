@@ -85,13 +85,11 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-# Two test workers (a file's tests stay on one; the browser files share one: tests/conftest.py).
-PYTEST_WORKERS ?= 2
 test: install system-test-deps lint typecheck difftune-harness
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -q
 
 test-fast: install
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup -m "not browser"
+	$(BIN)/python -m pytest -q -m "not browser"
 
 # A developer target: the numerical tests once per OpenBLAS kernel. `make test` and CI never touch
 # OPENBLAS_CORETYPE; here each run sets it (or unsets it, with OPENBLAS_L2_SIZE) and prints the kernel used.

@@ -15,17 +15,6 @@ from engine.io.paths import REPO_ROOT, data_dir, reference_dir
 
 # Pages hide exception details from users (.streamlit/config.toml); tests want to read them.
 os.environ.setdefault("STREAMLIT_CLIENT_SHOW_ERROR_DETAILS", "full")
-#: How long a browser test waits for the page: a rerun takes seconds, more while the other test worker is busy.
-BROWSER_TIMEOUT_MS = 60_000
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under ``pytest -n N --dist loadgroup`` (make test): a file's tests run on one worker, so its
-    module-scoped fixtures (a served dashboard, a built wheel) are made once; the browser files share one
-    worker, so two dashboards and two chromiums never compete for the 2 cores."""
-    for item in items:
-        group = "browser" if item.get_closest_marker("browser") else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture
@@ -71,7 +60,7 @@ def browser():
 def page(browser):
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
     page = context.new_page()
-    page.set_default_timeout(BROWSER_TIMEOUT_MS)
+    page.set_default_timeout(30_000)
     yield page
     context.close()
 
