@@ -184,7 +184,7 @@ class Surrogate:
 
     def predict(self, blocks: Sequence[Block], tables: Sequence[ParamTable]) -> np.ndarray:
         """Predicted cycles per 100 iterations of ``blocks[i]`` under ``tables[i]``."""
-        self.network.eval()
+        self.network.train(False)
         with torch.no_grad():
             predicted: torch.Tensor = self.network(*self.featuriser.batch(blocks, tables))
         return predicted.numpy()

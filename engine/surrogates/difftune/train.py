@@ -117,7 +117,7 @@ def _batches(lengths: np.ndarray, size: int, rng: np.random.RandomState) -> list
 
 
 def _evaluate(surrogate: Surrogate, data: _Encoded, batch: int) -> float:
-    surrogate.network.eval()
+    surrogate.network.train(False)
     lengths = np.array([len(b.instructions) for b in data.blocks])
     order = np.argsort(lengths, kind="stable")
     total = 0.0
@@ -163,7 +163,7 @@ def load_surrogate(folder: str | Path) -> Surrogate:
     data = _checkpoint(Path(folder))
     surrogate = _surrogate(TrainConfig(**data["config"]), Vocabulary.from_document(data["vocabulary"]), data["resources"])
     surrogate.network.load_state_dict(data["network"])
-    surrogate.network.eval()
+    surrogate.network.train(False)
     return surrogate
 
 
@@ -223,7 +223,7 @@ def train(samples: Samples, folder: str | Path, epochs: int, config: TrainConfig
         now = time.perf_counter()
         if max_seconds is not None and (now - begun) + (now - started) > max_seconds:
             break
-    surrogate.network.eval()
+    surrogate.network.train(False)
     return surrogate, pd.DataFrame(state["history"])
 
 
