@@ -26,8 +26,11 @@ $(UV):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet uv==$(UV_VERSION)
 
-$(STAMP): $(LOCK) pyproject.toml | $(UV)
-	$(UV) pip sync --quiet --python $(BIN)/python --require-hashes $(FIND_LINKS) $(LOCK)
+# Bytecode is compiled at install: some machines set PYTHONDONTWRITEBYTECODE, and then every process (each CLI
+# call a test makes, each dashboard) would compile torch, pandas and streamlit from source again, 10-30 s apiece.
+SYNC = $(UV) pip sync --quiet --compile-bytecode --python $(BIN)/python --require-hashes $(FIND_LINKS)
+$(STAMP): $(LOCK) pyproject.toml Makefile | $(UV)
+	$(SYNC) $(LOCK)
 	$(UV) pip install --quiet --python $(BIN)/python --no-deps -e .
 	@touch $(STAMP)
 
@@ -40,7 +43,7 @@ install-run: | $(UV)
 	@if [ -f $(STAMP) ] && [ $(STAMP) -nt $(LOCK) ] && [ $(STAMP) -nt pyproject.toml ]; then \
 	  echo "runtime installed (with the test stack)"; \
 	elif [ ! -f $(RUN_STAMP) ] || [ $(RUN_LOCK) -nt $(RUN_STAMP) ] || [ pyproject.toml -nt $(RUN_STAMP) ]; then \
-	  $(UV) pip sync --quiet --python $(BIN)/python --require-hashes $(FIND_LINKS) $(RUN_LOCK) && \
+	  $(SYNC) $(RUN_LOCK) && \
 	  $(UV) pip install --quiet --python $(BIN)/python --no-deps -e . && rm -f $(STAMP) && touch $(RUN_STAMP); \
 	fi
 
@@ -85,11 +88,20 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+# Two phases: the tests on $(PYTEST_WORKERS) workers, a file's tests on one (module fixtures are built once);
+# then, alone, the browser tests (each file serves a dashboard to a chromium) and those starting Dask clusters
+# (two at once compete for the cores; a cluster's spawned workers hung inside a test worker). The second phase
+# runs even when the first fails, so one run reports every failure.
+PYTEST_WORKERS ?= 2
+PARALLEL_TESTS = $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 test: install system-test-deps lint typecheck difftune-harness
-	$(BIN)/python -m pytest -q
+	@status=0; \
+	$(PARALLEL_TESTS) -m "not browser and not serial" || status=$$?; \
+	$(BIN)/python -m pytest -q -m "browser or serial" || status=$$?; \
+	exit $$status
 
 test-fast: install
-	$(BIN)/python -m pytest -q -m "not browser"
+	$(PARALLEL_TESTS) -m "not browser and not serial"
 
 # A developer target: the numerical tests once per OpenBLAS kernel. `make test` and CI never touch
 # OPENBLAS_CORETYPE; here each run sets it (or unsets it, with OPENBLAS_L2_SIZE) and prints the kernel used.

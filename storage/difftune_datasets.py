@@ -13,6 +13,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pandas as pd
+
 from storage.store import Store, StoreError, _json
 
 _COLUMNS = ("id", "name", "arch", "blocks", "model", "folder", "samples_done", "samples_wanted", "created_at", "updated_at")
@@ -45,3 +47,11 @@ def update_dataset(store: Store, name: str, *, samples_done: int | None = None, 
             store._exec(f"UPDATE simulated_datasets SET {column} = ?, updated_at = current_timestamp WHERE name = ?",
                         [int(value), name])
 
+
+
+def datasets(store: Store) -> pd.DataFrame:
+    """Every data set (without its block list and model), oldest first, with its block count."""
+    frame = store._df("SELECT id, name, arch, blocks, folder, samples_done, samples_wanted, created_at, updated_at"
+                      " FROM simulated_datasets ORDER BY id")
+    frame.insert(3, "n_blocks", [len(json.loads(b)) for b in frame["blocks"]])
+    return frame.drop(columns="blocks")

@@ -246,4 +246,37 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        8,
+        "DiffTune: trained surrogates (checkpoints beside the database) and parameter-learning experiments",
+        """
+        CREATE SEQUENCE surrogate_id_seq START 1;
+        -- A surrogate trained on one simulated data set; checkpoint and history.csv live in folder (relative
+        -- to the database's folder). config holds the network sizes and optimiser settings.
+        CREATE TABLE surrogates (
+            id          INTEGER PRIMARY KEY DEFAULT nextval('surrogate_id_seq'),
+            name        VARCHAR NOT NULL UNIQUE,
+            dataset     VARCHAR NOT NULL,
+            config      VARCHAR NOT NULL,
+            folder      VARCHAR NOT NULL,
+            epochs_done INTEGER NOT NULL DEFAULT 0,
+            val_mape    DOUBLE,
+            test_mape   DOUBLE,
+            seconds     DOUBLE NOT NULL DEFAULT 0,
+            created_at  TIMESTAMP NOT NULL DEFAULT current_timestamp,
+            updated_at  TIMESTAMP NOT NULL DEFAULT current_timestamp
+        );
+        CREATE SEQUENCE difftune_experiment_id_seq START 1;
+        -- One experiment (recovery, cross-arch, this-cpu): its test-split predictions are the evaluation
+        -- evaluation_id; summary holds the settings, the baselines' accuracy, costs and learning curves.
+        CREATE TABLE difftune_experiments (
+            id            INTEGER PRIMARY KEY DEFAULT nextval('difftune_experiment_id_seq'),
+            kind          VARCHAR NOT NULL,
+            surrogate     VARCHAR NOT NULL,
+            evaluation_id INTEGER NOT NULL,
+            summary       VARCHAR NOT NULL DEFAULT '{}',
+            created_at    TIMESTAMP NOT NULL DEFAULT current_timestamp
+        );
+        """,
+    ),
 ]

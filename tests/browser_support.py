@@ -14,10 +14,9 @@ import pytest
 from playwright.sync_api import expect
 
 from engine.io.paths import REPO_ROOT
-from tests.conftest import free_port, wait_healthy
+from tests.conftest import BROWSER_TIMEOUT_MS, free_port, wait_healthy
 
-# A fresh server's first run of a page imports the numerics (several seconds on a busy machine).
-expect.set_options(timeout=30_000)
+expect.set_options(timeout=BROWSER_TIMEOUT_MS)
 
 
 def prepare_toy(db: Path) -> None:

@@ -13,6 +13,10 @@ import pytest
 
 from engine.io.paths import REPO_ROOT, data_dir, reference_dir
 
+#: How long a browser test waits for an element: a fresh server's first page run imports the numerics, and a
+#: loaded 2-core machine (CI, a parallel test phase) takes several times longer than an idle one.
+BROWSER_TIMEOUT_MS = 60_000
+
 # Pages hide exception details from users (.streamlit/config.toml); tests want to read them.
 os.environ.setdefault("STREAMLIT_CLIENT_SHOW_ERROR_DETAILS", "full")
 
@@ -60,7 +64,7 @@ def browser():
 def page(browser):
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
     page = context.new_page()
-    page.set_default_timeout(30_000)
+    page.set_default_timeout(BROWSER_TIMEOUT_MS)
     yield page
     context.close()
 

@@ -9,6 +9,9 @@ from engine.compare.presets import preset
 from engine.compare.replay import load_table
 from engine.compare.run import run_benchmark
 
+# Starts process pools: after make test's parallel phase, alone (a spawned pool worker hung inside a test worker).
+pytestmark = pytest.mark.serial
+
 
 @pytest.fixture(scope="module")
 def laplacian(data):

@@ -28,6 +28,9 @@ from storage.comparisons import (
 )
 from tests.strategies_support import OPTIMUM, small_table
 
+# Starts process pools: after make test's parallel phase, alone (a spawned pool worker hung inside a test worker).
+pytestmark = pytest.mark.serial
+
 
 @pytest.fixture(scope="module")
 def table():

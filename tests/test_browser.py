@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser_support import grid_cell, prepare_toy, served, wait_ready
+from tests.conftest import BROWSER_TIMEOUT_MS
 
 pytestmark = pytest.mark.browser
 server = served(prepare_toy)
@@ -99,7 +100,7 @@ def test_a_hostile_formula_is_refused_and_does_not_stall_another_session(server,
     try:
         attacker, bystander = hostile.new_page(), other.new_page()
         for p in (attacker, bystander):
-            p.set_default_timeout(30_000)
+            p.set_default_timeout(BROWSER_TIMEOUT_MS)
         attacker.goto(server + "/analyze")
         wait_ready(attacker)
         analyse_everything(attacker)

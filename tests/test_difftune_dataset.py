@@ -18,6 +18,9 @@ from tests.conftest import run_cli
 from workflows.difftune import decoded_blocks
 from workflows.difftune_dataset import dataset_folder, simulate_dataset
 
+# Starts Dask clusters: after make test's parallel phase, alone (spawned workers hung inside a test worker).
+pytestmark = pytest.mark.serial
+
 BLOCKS, SAMPLES, CHUNK = 10, 200, 50
 
 

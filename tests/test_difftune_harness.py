@@ -132,7 +132,8 @@ def test_a_very_long_block_hits_the_timeout(binary):
 
 @needs_harness
 def test_measure_reports_status_per_block_in_input_order(binary):
-    frame = m.measure(["4801c0", "0f05", "48f7f1", "4801c0"], binary=binary)
+    # Any clock drift is accepted: on a loaded machine the batch would be marked noisy, which is not the point here.
+    frame = m.measure(["4801c0", "0f05", "48f7f1", "4801c0"], m.Settings(max_drift=0.99), binary=binary)
     assert list(frame["status"])[1:3] == ["refused", "fault"]
     assert frame.loc[0, "status"] in ("ok", "noisy") and frame.loc[0, "hex"] == frame.loc[3, "hex"]
     assert set(frame.attrs) >= {"cpu", "mcpu", "unrolls"}

@@ -1,4 +1,4 @@
-"""ParamTable: validation, JSON/Parquet round trips, diff; default tables from llvm-mca-19."""
+"""ParamTable: validation, JSON/Parquet/key-value round trips, diff; default tables from llvm-mca-19."""
 
 from pathlib import Path
 
@@ -7,7 +7,7 @@ import pytest
 from engine.errors import UserError
 from engine.surrogates.difftune.decode import decode_block
 from engine.surrogates.difftune.defaults import default_table
-from engine.surrogates.difftune.params import OpParams, ParamTable, diff, load
+from engine.surrogates.difftune.params import OpParams, ParamTable, diff, from_key_values, load
 
 
 def _table() -> ParamTable:
@@ -17,11 +17,32 @@ def _table() -> ParamTable:
                       provenance={"mcpu": "test"})
 
 
-@pytest.mark.parametrize("suffix", [".json", ".parquet"])
+@pytest.mark.parametrize("suffix", [".json", ".parquet", ".txt"])
 def test_round_trip(tmp_path: Path, suffix: str) -> None:
     table = _table()
     table.save(tmp_path / f"t{suffix}")
     assert load(tmp_path / f"t{suffix}") == table
+
+
+def test_key_value_file_has_every_key_difftune_looks_up() -> None:
+    table = _table()
+    lines = table.to_key_values().splitlines()
+    values = dict(line.split() for line in lines if not line.startswith("#"))
+    assert values["DispatchWidth"] == str(table.dispatch_width) and values["ReorderBufferSize"] == str(table.rob_size)
+    per_row = 2 + 7 + len(table.resources)
+    assert len(values) == 2 + per_row * len(table.rows)
+    assert values["ADD64rm.NumMicroOps"] == "2" and values["ADD64rm.ReadAdvance.1"] == "0"
+    assert all(f"ADD64rm.PortMap.{r}" in values for r in table.resources)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("DispatchWidth 4\n", "no '# tunelab parameter table:' line"),
+    ("DispatchWidth four\n", "line 1 is not 'key integer'"),
+    ("Foo.Bar 1\n", "line 1 has an unknown key"),
+])
+def test_bad_key_value_files_are_one_line_errors(text: str, message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        from_key_values(text)
 
 
 def test_diff_lists_changed_fields() -> None:

@@ -22,6 +22,9 @@ from engine.study import StudySpec
 from storage import Store
 from workflows.recording import store_recorder
 
+# Starts process pools: after make test's parallel phase, alone (a spawned pool worker hung inside a test worker).
+pytestmark = pytest.mark.serial
+
 FUNCS = "tests.helpers.measure_funcs"
 LEVELS = tuple(round(-1 + 0.5 * i, 1) for i in range(5))
 SPACE = Space([Factor(f"x{i}", "ordinal", LEVELS) for i in range(1, 9)])

@@ -14,6 +14,9 @@ distributed = pytest.importorskip("distributed")
 
 from engine.execution.dask_executor import DaskExecutor
 
+# Starts Dask clusters: after make test's parallel phase, alone (spawned workers hung inside a test worker).
+pytestmark = pytest.mark.serial
+
 FUNCS = "tests.helpers.measure_funcs"
 SPACE = Space([Factor(f"x{i}", "ordinal", (-1, 0, 1)) for i in range(1, 9)])
 

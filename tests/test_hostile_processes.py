@@ -33,6 +33,9 @@ from engine.study import StudySpec
 from storage import Store
 from tests.conftest import free_port, run_cli, wait_healthy
 
+# Starts Dask clusters: after make test's parallel phase, alone (spawned workers hung inside a test worker).
+pytestmark = pytest.mark.serial
+
 PY = sys.executable
 TUNELAB = str(Path(sys.executable).with_name("tunelab"))
 MARK = "TUNELAB_TEST_MARK"

@@ -14,7 +14,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from engine.errors import UserError
@@ -28,7 +27,7 @@ from engine.surrogates.difftune.measure import Settings, cpu_identity, measure, 
 from engine.surrogates.difftune.metrics import accuracy_table
 from engine.surrogates.difftune.params import ParamTable, from_document, simple_table
 from engine.surrogates.difftune.params import load as load_table
-from engine.surrogates.difftune.simulate import simulate, timeline
+from engine.surrogates.difftune.simulate import simulated, timeline
 from storage import Store
 from storage.difftune import (
     block_measurements,
@@ -172,7 +171,7 @@ def stored_table(store: Store, name: str) -> ParamTable:
 
 def table_from(store: Store, source: str) -> ParamTable:
     """A table from a ``.json``/``.parquet`` file, else the stored table of that name."""
-    return load_table(source) if Path(source).suffix in (".json", ".parquet") else stored_table(store, source)
+    return load_table(source) if Path(source).suffix in (".json", ".parquet", ".txt") else stored_table(store, source)
 
 
 # -- evaluation ----------------------------------------------------------------------------------------
@@ -222,7 +221,7 @@ def evaluate(store: Store, *, truth: str = "mca", arch: str | None = None, limit
                   "simple table": simple_table({i.key for b in blocks for i in b.instructions})}
     if table:
         predictors[f"tunelab ({table})"] = table_from(store, table)
-    cycles = {name: _simulated(blocks, t) for name, t in predictors.items()}
+    cycles = {name: simulated(blocks, t) for name, t in predictors.items()}
     if truth == "measured":
         cycles["llvm-mca-19"] = total_cycles(blocks, arch)
     kinds = [category(b) for b in blocks]
@@ -236,15 +235,6 @@ def evaluate(store: Store, *, truth: str = "mca", arch: str | None = None, limit
     evaluation_id = save_evaluation(store, arch=arch, truth=truth, cpu_id=cpu_id, summary=summary,
                                     predictions=predictions.drop(columns="category"))
     return Evaluation(evaluation_id, arch, truth, cpu_id, predictions, overall, by_category)
-
-
-def _simulated(blocks: Sequence[Block], table: ParamTable) -> np.ndarray:
-    """The simulator's cycles per 100 iterations; NaN for a block with an opcode the table lacks."""
-    out = np.full(len(blocks), np.nan)
-    usable = [i for i, b in enumerate(blocks) if all(x.key in table.rows for x in b.instructions)]
-    if usable:
-        out[usable] = simulate([blocks[i] for i in usable], table)
-    return out
 
 
 # -- one block, for the dashboard ----------------------------------------------------------------------
@@ -286,7 +276,7 @@ def block_view(store: Store, hex_text: str, arch: str, iterations: int = 3) -> B
                                  "latency": [r.latency if r else None for r in rows],
                                  "ports": [", ".join(f"{n}×{c}" for n, c in r.port_cycles) if r else "" for r in rows]})
     predictions = {"llvm-mca-19": float(total_cycles([block], arch)[0]),
-                   "tunelab simulator": float(_simulated([block], table)[0])}
+                   "tunelab simulator": float(simulated([block], table)[0])}
     cpu_id, host = this_cpu(store)
     measured = block_measurements(store, cpu_id, 1).set_index("hex")
     if hex_text in measured.index and measured.loc[hex_text, "status"] == "ok":

@@ -74,7 +74,7 @@ def _new_job(store: Store, arch: str, source: str, limit: int | None) -> Job:
     return Job(tuple(blocks), default_table(blocks, arch, table_cache()))
 
 
-def _stored_job(store: Store, row: dict[str, Any]) -> Job:
+def stored_job(store: Store, row: dict[str, Any]) -> Job:
     blocks = _blocks(store, row["blocks"])
     lost = [b for b in blocks if not isinstance(b, Block)]
     if lost:
@@ -110,7 +110,7 @@ def simulate_dataset(store: Store, *, arch: str, samples: int, source: str = "an
     else:
         if row["arch"] != arch:
             raise UserError(f"arch: data set {brief(name)} is for {brief(row['arch'])}, got {brief(arch)}")
-        job, folder, done = _stored_job(store, row), Path(store.path).parent / row["folder"], int(row["samples_done"])
+        job, folder, done = stored_job(store, row), Path(store.path).parent / row["folder"], int(row["samples_done"])
         update_dataset(store, name, samples_wanted=samples)
     discard_from(folder, done)
     first = done

@@ -8,6 +8,7 @@ import argparse
 from app.cli._common import MAX_COUNT, add_json, bounded, open_store, output_place, write_output
 from app.cli._output import emit
 from app.cli.difftune_dataset import register_dataset
+from app.cli.difftune_learn import register_learning
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,14 +30,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     listing = tables.add_parser("list", help="stored tables")
     add_json(listing)
     listing.set_defaults(func=_list)
-    diff = tables.add_parser("diff", help="the fields that differ between two tables (stored names or .json/.parquet files)")
+    diff = tables.add_parser("diff", help="the fields that differ between two tables (stored names or .json/.parquet/.txt files)")
     diff.add_argument("a")
     diff.add_argument("b")
     add_json(diff)
     diff.set_defaults(func=_diff)
-    export = tables.add_parser("export", help="write a table as .json or .parquet")
+    export = tables.add_parser("export", help="write a table as .json, .parquet or DiffTune's key-value .txt")
     export.add_argument("name", help="stored name (or a table file)")
-    export.add_argument("--out", required=True, help="output file, .json or .parquet")
+    export.add_argument("--out", required=True, help="output file: .json, .parquet or .txt (DiffTune's key value lines)")
     export.set_defaults(func=_export)
 
     evaluate = actions.add_parser("evaluate", help="the simulator (and llvm-mca-19) against llvm-mca-19 or measured blocks")
@@ -48,6 +49,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_json(evaluate)
     evaluate.set_defaults(func=_evaluate)
     register_dataset(actions)
+    register_learning(actions)
 
 
 def _build(args: argparse.Namespace) -> int:

@@ -27,6 +27,7 @@ RUNNER_KINDS: dict[str, tuple[str, str]] = {
     "python": ("engine.runners.python_runner", "PythonRunner"),
     "torch": ("engine.runners.torch_runner", "TorchRunner"),
     "mca": ("engine.runners.mca", "McaRunner"),
+    "simulator": ("engine.runners.simulator", "SimulatorRunner"),
     "table": ("engine.runners.table", "TableRunner"),
     "synthetic": ("engine.runners.synthetic", "SyntheticRunner"),
 }

@@ -113,8 +113,24 @@ class ParamTable:
                     "port_cycles": dict(r.port_cycles)} for k, r in sorted(self.rows.items())}
         return {**self.header(), "rows": rows}
 
+    def to_key_values(self) -> str:
+        """DiffTune's parameter file: ``key value`` lines, every key a simulator looks up (zeros included).
+
+        Keys: ``DispatchWidth``, ``ReorderBufferSize``, then per opcode ``OP.NumMicroOps``, ``OP.WriteLatency``,
+        ``OP.ReadAdvance.<slot>`` and ``OP.PortMap.<resource>``. The resource model and what DiffTune does not
+        learn ride along as ``#`` lines, so :func:`from_key_values` rebuilds the whole table."""
+        lines = [f"# tunelab parameter table: {json.dumps(self.header(), sort_keys=True)}",
+                 f"DispatchWidth {self.dispatch_width}", f"ReorderBufferSize {self.rob_size}"]
+        for key, row in sorted(self.rows.items()):
+            ports = dict(row.port_cycles)
+            lines += [f"{key}.NumMicroOps {row.uops}", f"{key}.WriteLatency {row.latency}",
+                      *(f"{key}.ReadAdvance.{i} {v}" for i, v in enumerate(row.read_advance)),
+                      *(f"{key}.PortMap.{r} {ports.get(r, 0)}" for r in self.resources)]
+        return "\n".join(lines) + "\n"
+
     def save(self, path: str | Path) -> None:
-        """JSON for ``.json``, Parquet (header in the file's metadata) for ``.parquet``."""
+        """JSON for ``.json``, Parquet (header in the file's metadata) for ``.parquet``, DiffTune's ``key value``
+        lines for ``.txt``."""
         p = Path(path)
         if p.suffix == ".json":
             p.write_text(json.dumps(self.to_document(), indent=1))
@@ -122,8 +138,10 @@ class ParamTable:
             frame = self.to_frame()
             frame.attrs["difftune"] = json.dumps(self.header())
             frame.to_parquet(p, index=False)
+        elif p.suffix == ".txt":
+            p.write_text(self.to_key_values())
         else:
-            raise UserError(f"path: a table is saved as .json or .parquet, got {brief(str(path))}")
+            raise UserError(f"path: a table is saved as .json, .parquet or .txt, got {brief(str(path))}")
 
 
 def simple_table(keys: Iterable[str]) -> ParamTable:
@@ -155,9 +173,56 @@ def from_document(data: dict[str, Any]) -> ParamTable:
         raise UserError(f"parameter table: malformed document ({type(exc).__name__}: {brief(str(exc))})") from None
 
 
+_HEADER = "# tunelab parameter table: "
+_ROW_FIELDS = {"NumMicroOps", "WriteLatency", "ReadAdvance", "PortMap"}
+
+
+def from_key_values(text: str) -> ParamTable:
+    """The table :meth:`ParamTable.to_key_values` wrote; a bad line is one error naming its number and text."""
+    head: dict[str, Any] | None = None
+    values: dict[str, dict[str, Any]] = {}
+    globals_: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.startswith(_HEADER):
+            head = json.loads(line.removeprefix(_HEADER))
+            continue
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split()
+        name, _, rest = parts[0].partition(".") if len(parts) == 2 else ("", "", "")
+        field_, _, sub = rest.partition(".")
+        try:
+            value = int(parts[1])
+        except (IndexError, ValueError):
+            raise UserError(f"parameter file: line {number} is not 'key integer': {brief(line)}") from None
+        if not rest and name in ("DispatchWidth", "ReorderBufferSize"):
+            globals_[name] = value
+        elif field_ in _ROW_FIELDS and (sub or field_ in ("NumMicroOps", "WriteLatency")):
+            row = values.setdefault(name, {"ReadAdvance": {}, "PortMap": {}})
+            if sub:
+                row[field_][sub] = value
+            else:
+                row[field_] = value
+        else:
+            raise UserError(f"parameter file: line {number} has an unknown key: {brief(line)}")
+    if head is None:
+        raise UserError(f"parameter file: no '{_HEADER.strip()}' line (the resource model)")
+    try:
+        rows = {k: OpParams(int(r["NumMicroOps"]), int(r["WriteLatency"]),
+                            tuple(int(r["ReadAdvance"][str(i)]) for i in range(N_SLOTS)),
+                            tuple(sorted((n, c) for n, c in r["PortMap"].items() if c)))
+                for k, r in values.items()}
+        head = {**head, "dispatch_width": globals_["DispatchWidth"], "rob_size": globals_["ReorderBufferSize"]}
+    except KeyError as exc:
+        raise UserError(f"parameter file: missing key {brief(str(exc))}") from None
+    return _from_header(head, rows)
+
+
 def load(path: str | Path) -> ParamTable:
     """Read a table written by ``ParamTable.save``."""
     p = Path(path)
+    if p.suffix == ".txt":
+        return from_key_values(p.read_text())
     if p.suffix == ".json":
         return from_document(json.loads(p.read_text()))
     if p.suffix == ".parquet":
@@ -170,7 +235,7 @@ def load(path: str | Path) -> ParamTable:
                                         tuple(sorted((n, int(r[n])) for n in names if int(r[n]))))
                 for r in frame.to_dict("records")}
         return table.with_rows(rows)
-    raise UserError(f"path: a table is read from .json or .parquet, got {brief(str(path))}")
+    raise UserError(f"path: a table is read from .json, .parquet or .txt, got {brief(str(path))}")
 
 
 def diff(a: ParamTable, b: ParamTable) -> pd.DataFrame:

@@ -581,6 +581,16 @@ def simulate(blocks: Sequence[Block], table: ParamTable, iterations: int = 100) 
     return np.array([_run(prepare(b, table), mach, iterations, compiled=True)[0] for b in blocks], dtype=np.int64)
 
 
+def simulated(blocks: Sequence[Block], table: ParamTable) -> np.ndarray:
+    """:func:`simulate` where the table has a row for every opcode of a block, NaN elsewhere (it cannot be
+    simulated): what scoring a table on blocks it was not built for needs."""
+    out = np.full(len(blocks), np.nan)
+    usable = [i for i, b in enumerate(blocks) if all(x.key in table.rows for x in b.instructions)]
+    if usable:
+        out[usable] = simulate([blocks[i] for i in usable], table)
+    return out
+
+
 def timeline(block: Block, table: ParamTable, iterations: int = 3) -> pd.DataFrame:
     """Per instruction and iteration: dispatch, ready, issue, executed and retire cycles (llvm-mca -timeline)."""
     _, times = _run(prepare(block, table), machine(table), iterations, compiled=True)

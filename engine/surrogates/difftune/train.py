@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -174,10 +174,12 @@ def history(folder: str | Path) -> pd.DataFrame:
 
 
 def train(samples: Samples, folder: str | Path, epochs: int, config: TrainConfig = TrainConfig(),
-          max_seconds: float | None = None) -> tuple[Surrogate, pd.DataFrame]:
+          max_seconds: float | None = None, on_step: Callable[[dict[str, Any]], None] | None = None,
+          on_epoch: Callable[[dict[str, Any]], None] | None = None) -> tuple[Surrogate, pd.DataFrame]:
     """Train until ``epochs`` epochs are done, resuming from ``folder``'s checkpoint when it has one (its
     configuration must be ``config``); returns the surrogate and the history. With ``max_seconds``, stop
-    after the epoch past which another epoch as long as the last would overrun it (a later call resumes)."""
+    after the epoch past which another epoch as long as the last would overrun it (a later call resumes).
+    ``on_step`` gets each step's history record, ``on_epoch`` the last one of each checkpointed epoch."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     train_blocks, val_blocks, _ = split_blocks(len(samples.blocks), config.split_seed)
@@ -217,9 +219,14 @@ def train(samples: Samples, folder: str | Path, epochs: int, config: TrainConfig
             state["ema"] = value if state["ema"] is None else config.ema_beta * state["ema"] + (1 - config.ema_beta) * value
             val_mape = _evaluate(surrogate, val, 4 * config.batch) if n == len(batches) and len(val.blocks) else float("nan")
             state["history"].append({"epoch": epoch, "step": state["step"], "loss": value, "ema": state["ema"],
-                                     "val_mape": val_mape, "seconds": time.perf_counter() - started})
+                                     "val_mape": val_mape, "seconds": time.perf_counter() - started,
+                                     "batches": len(batches)})
+            if on_step is not None:
+                on_step(state["history"][-1])
         state["epoch"] = epoch
         _save(out, surrogate, optimiser, state)
+        if on_epoch is not None:
+            on_epoch(state["history"][-1])
         now = time.perf_counter()
         if max_seconds is not None and (now - begun) + (now - started) > max_seconds:
             break

@@ -1,0 +1,74 @@
+"""DiffTune's parameter learning: the frozen surrogate is fitted through the table, the extraction is a valid
+table, the network never changes, and a table of another resource model is refused."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from engine.errors import UserError
+from engine.surrogates.difftune.decode import Block
+from engine.surrogates.difftune.learn import LearnConfig, block_keys, learn_table, random_start
+from engine.surrogates.difftune.params import OpParams
+from engine.surrogates.difftune.surrogate import Surrogate
+from engine.surrogates.difftune.train import train
+from tests.helpers.difftune_tiny import MODEL, TINY, tiny_blocks, tiny_samples
+
+
+@pytest.fixture(scope="module")
+def blocks() -> list[Block]:
+    return tiny_blocks()
+
+
+@pytest.fixture(scope="module")
+def surrogate(blocks: list[Block], tmp_path_factory: pytest.TempPathFactory) -> Surrogate:
+    trained, _ = train(tiny_samples(blocks), tmp_path_factory.mktemp("surrogate"), epochs=2, config=TINY)
+    return trained
+
+
+def test_learning_fits_the_surrogate_to_the_truth(blocks: list[Block], surrogate: Surrogate) -> None:
+    truth_table = random_start(blocks, MODEL, seed=7)
+    truth = surrogate.predict(blocks, [truth_table] * len(blocks))  # a target the surrogate can reach exactly
+    start = random_start(blocks, MODEL, seed=0)
+    learned = learn_table(surrogate, blocks, truth, start, LearnConfig(batch=16, epochs=20))
+    history = learned.history
+    assert list(history.columns) == ["step", "epoch", "loss"] and history["step"].tolist() == list(range(1, len(history) + 1))
+    assert history["loss"].tail(5).mean() < 0.9 * history["loss"].head(2).mean()
+    before = np.abs(surrogate.predict(blocks, [start] * len(blocks)) - truth) / truth
+    after = np.abs(surrogate.predict(blocks, [learned.table] * len(blocks)) - truth) / truth
+    assert after.mean() < before.mean()
+
+
+def test_extraction_is_a_valid_table_and_the_network_stays_frozen(blocks: list[Block], surrogate: Surrogate) -> None:
+    weights = {k: v.clone() for k, v in surrogate.network.state_dict().items()}
+    start = random_start(blocks, MODEL, seed=3)
+    key = block_keys(blocks)[0]
+    grouped = start.rows[key]
+    extra = {"NOT_IN_BLOCKS": OpParams(2, 9)}
+    start = start.with_rows({**start.rows, key: replace(grouped, port_cycles=(("P01", 3),)), **extra})
+    truth = np.full(len(blocks), 250.0, dtype=np.float32)
+    table = learn_table(surrogate, blocks, truth, start, LearnConfig(batch=8, epochs=3, lr=0.5)).table
+    for name, value in surrogate.network.state_dict().items():
+        assert torch.equal(value, weights[name]), name
+    assert set(table.rows) == set(start.rows) and table.rows["NOT_IN_BLOCKS"] == OpParams(2, 9)
+    assert dict(table.rows[key].port_cycles).get("P01") == 3  # group columns are never learnt
+    assert all(r.uops >= 1 and r.latency >= 0 and min(r.read_advance) >= 0 for r in table.rows.values())
+    assert table.dispatch_width >= 1 and table.rob_size >= 1 and table.units == MODEL.units
+    assert table != start  # lr 0.5 for 3 epochs moves something
+
+
+def test_bad_inputs_are_refused_in_one_line(blocks: list[Block], surrogate: Surrogate) -> None:
+    start = random_start(blocks, MODEL)
+    other = replace(start, units=(("Q0", 1),), groups=(), rows={k: OpParams(1, 1) for k in start.rows})
+    with pytest.raises(UserError, match="resource model"):
+        learn_table(surrogate, blocks, np.ones(len(blocks)), other)
+    with pytest.raises(UserError, match="truth: 2 values for 30 blocks"):
+        learn_table(surrogate, blocks, np.ones(2), start)
+    with pytest.raises(UserError, match="positive"):
+        learn_table(surrogate, blocks, np.zeros(len(blocks)), start)
+    with pytest.raises(UserError, match="epochs: must be a positive integer, got 0"):
+        LearnConfig(epochs=0)

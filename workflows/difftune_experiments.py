@@ -1,0 +1,192 @@
+"""DiffTune's three experiments (the DiffTune II issue) as use cases: build the truth, learn with a stored
+surrogate, score every baseline on the test blocks and keep it all in the store.
+
+* ``recovery``: truth = the simulator with the data set's default table (its arch's llvm-mca-19 defaults);
+  DiffTune starts from a random table; the learnt table's per-field error against the truth is reported.
+* ``cross-arch``: truth = llvm-mca-19's cycles for another arch (the anchor CSV, Skylake by default); starts
+  from the data set's defaults (Haswell's) and a random table.
+* ``this-cpu``: truth = measured cycles (medians) of one CPU, from the store or a ``tunelab blocks export``
+  CSV; llvm-mca-19 with that CPU's ``-mcpu`` is run for real as the baseline to beat.
+
+Blocks are the surrogate's data set's blocks that have a truth, split 80/10/10 exactly as the surrogate was
+(its split seed over the data set's block list), so no test block was seen in training.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from engine.errors import UserError, brief
+from engine.surrogates.difftune import bhive
+from engine.surrogates.difftune.decode import Block
+from engine.surrogates.difftune.defaults import default_table
+from engine.surrogates.difftune.experiment import KINDS, Outcome, Problem, Progress, Settings, run_experiment
+from engine.surrogates.difftune.learn import LearnConfig, random_start
+from engine.surrogates.difftune.llvm_mca import total_cycles
+from engine.surrogates.difftune.params import ParamTable, from_document, simple_table
+from engine.surrogates.difftune.simulate import simulated
+from engine.surrogates.difftune.train import split_blocks
+from storage import Store
+from storage.difftune import block_measurements, save_evaluation, save_param_table
+from storage.difftune_datasets import dataset
+from storage.difftune_experiments import experiments, save_experiment
+from workflows.difftune import table_cache, this_cpu
+from workflows.difftune_dataset import stored_job
+from workflows.difftune_surrogate import stored_surrogate
+
+#: Points kept per learning curve in the stored summary (the page draws them).
+CURVE_POINTS = 400
+
+
+@dataclass(frozen=True)
+class ExperimentRun:
+    """A stored experiment: its id, the evaluation holding its predictions, and what the page and CLI show."""
+
+    id: int
+    kind: str
+    evaluation_id: int
+    truth: str
+    blocks: dict[str, int]
+    accuracy: pd.DataFrame
+    recovery: pd.DataFrame | None
+    costs: dict[str, int]
+    tables: dict[str, str]
+    seconds: float
+
+
+def _measured_truth(store: Store, measured: str | None) -> tuple[str, dict[str, float]]:
+    """(CPU id, hex → cycles per 100 iterations) of a ``blocks export`` CSV or of this CPU's stored blocks."""
+    if measured is None:
+        cpu_id = this_cpu(store)[0]
+        rows = block_measurements(store, cpu_id, 1)
+        if rows.empty:
+            raise UserError(f"measured: no blocks measured on this CPU ({cpu_id}); run tunelab blocks measure, "
+                            "or give a measurements CSV")
+    else:
+        path = Path(measured)
+        if not path.is_file():
+            raise UserError(f"measured: {brief(measured)} is not a file")
+        rows = pd.read_csv(path, dtype={"hex": str})
+        missing = [c for c in ("hex", "status", "cycles_median") if c not in rows.columns]
+        if missing:
+            raise UserError(f"measured: {brief(measured)} has no column {missing[0]!r} (a tunelab blocks export CSV)")
+        cpu_id = path.name.split(".")[0]
+    ok = rows[(rows["status"] == "ok") & (pd.to_numeric(rows["cycles_median"], errors="coerce") > 0)]
+    return cpu_id, dict(zip(ok["hex"], ok["cycles_median"].astype(float)))
+
+
+def _problem(store: Store, kind: str, blocks: list[Block], model: ParamTable, split_seed: int, *, arch: str | None,
+             measured: str | None, seed: int) -> tuple[Problem, str, str | None]:
+    """The problem of one kind, its truth's label and (this-cpu) the CPU id."""
+    random = random_start(blocks, model, seed)
+    fixed: dict[str, ParamTable] = {"simple table": simple_table({i.key for b in blocks for i in b.instructions})}
+    predictions: dict[str, np.ndarray] = {}
+    cpu_id = None
+    if kind == "recovery":
+        truth = dict(zip((b.hex for b in blocks), simulated(blocks, model)))
+        label = f"simulator with {model.provenance.get('mcpu', 'the data set')}'s defaults"
+        starts = {"random": random}
+    else:
+        if kind == "cross-arch":
+            arch = arch or "skylake"
+            column = f"{arch}_mca19"
+            sample = bhive.anchor()
+            if column not in sample.columns:
+                raise UserError(f"arch: the anchor CSV has no llvm-mca-19 column for {brief(arch)}")
+            truth = dict(zip(sample["hex"], sample[column].astype(float)))
+            label = f"llvm-mca-19 -mcpu={arch}"
+            own = f"{model.provenance.get('mcpu', 'data set')}_mca19"
+            if own in sample.columns:
+                by_hex = dict(zip(sample["hex"], sample[own].astype(float)))
+                predictions[f"llvm-mca-19 -mcpu={model.provenance.get('mcpu')}"] = np.array(
+                    [by_hex.get(b.hex, np.nan) for b in blocks])
+        else:
+            cpu_id, truth = _measured_truth(store, measured)
+            here, host = this_cpu(store)
+            if arch is None and cpu_id != here:
+                raise UserError(f"arch: the measurements are from CPU {cpu_id}, not this one ({here}); name its "
+                                "llvm-mca -mcpu with --arch")
+            arch = arch or host
+            label = f"measured on {cpu_id}"
+        fixed[f"{arch} defaults (simulator)"] = default_table(blocks, arch, table_cache())
+        starts = {"defaults": model, "random": random}
+    keep = np.array([b.hex in truth for b in blocks])
+    if keep.sum() < 10:
+        raise UserError(f"blocks: only {int(keep.sum())} of the data set's blocks have a truth ({label})")
+    train, _, test = split_blocks(len(blocks), split_seed)
+    train, test = train[keep[train]], test[keep[test]]
+    values = np.array([truth.get(b.hex, np.nan) for b in blocks], dtype=float)
+    if kind == "this-cpu":
+        assert arch is not None
+        mca = np.full(len(blocks), np.nan)
+        mca[test] = total_cycles([blocks[i] for i in test], arch)
+        predictions[f"llvm-mca-19 -mcpu={arch}"] = mca
+    problem = Problem(kind, blocks, values, train, test, starts, fixed_tables=fixed, fixed_predictions=predictions,
+                      truth_table=model if kind == "recovery" else None)
+    return problem, label, cpu_id
+
+
+def _curve(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    step = max(1, len(frame) // CURVE_POINTS)
+    return frame.iloc[::step].to_dict("records")
+
+
+def run(store: Store, kind: str, surrogate_name: str, *, arch: str | None = None, measured: str | None = None,
+        budget: int | None = None, strategies: tuple[str, ...] = ("RS", "BO"), learn_epochs: int | None = None,
+        lr: float = 0.05, seed: int = 0, progress: Progress | None = None) -> ExperimentRun:
+    """Run one experiment with a trained surrogate and store it (its tables, predictions and summary)."""
+    started = time.monotonic()
+    if kind not in KINDS:
+        raise UserError(f"kind: expected one of {', '.join(KINDS)}, got {brief(kind)}")
+    for name, value in (("budget", budget), ("learn_epochs", learn_epochs)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise UserError(f"{name}: must be a positive integer, got {brief(value)}")
+    row, surrogate = stored_surrogate(store, surrogate_name)
+    data = dataset(store, row["dataset"])
+    if data is None:
+        raise UserError(f"surrogate: its data set {brief(row['dataset'])} is no longer in this database")
+    job = stored_job(store, data)
+    model = from_document(data["model"])
+    problem, label, cpu_id = _problem(store, kind, list(job.blocks), model, int(row["config"].get("split_seed", 0)),
+                                      arch=arch, measured=measured, seed=seed)
+    settings = Settings(budget=budget or int(data["samples_done"]), strategies=tuple(strategies),
+                        learn=LearnConfig(lr=lr, seed=seed), learn_epochs=learn_epochs, seed=seed)
+    outcome = run_experiment(problem, surrogate, settings, progress)
+    return _store(store, kind, surrogate_name, data, problem, outcome, settings, label, cpu_id, started)
+
+
+def _store(store: Store, kind: str, surrogate_name: str, data: dict[str, Any], problem: Problem, outcome: Outcome,
+           settings: Settings, label: str, cpu_id: str | None, started: float) -> ExperimentRun:
+    blocks = {"train": len(problem.train), "test": len(problem.test), "data_set": len(problem.blocks)}
+    costs = {"DiffTune (data set)": int(data["samples_done"]), **outcome.costs}
+    arch = str(data["arch"])
+    evaluation_id = save_evaluation(store, arch=arch, truth=f"experiment {kind}", cpu_id=cpu_id,
+                                    summary={"truth": label, "accuracy": outcome.accuracy.to_dict("records")},
+                                    predictions=outcome.predictions)
+    names = {}
+    for method, table in outcome.tables.items():
+        slug = method.lower().replace(" ", "-").replace("(", "").replace(")", "")
+        names[method] = f"experiment-{evaluation_id}-{slug}"
+        save_param_table(store, names[method], arch, table.to_document(),
+                         {**table.provenance, "experiment": kind, "method": method, "evaluation": str(evaluation_id)})
+    summary = {"truth": label, "arch": arch, "cpu_id": cpu_id, "blocks": blocks, "costs": costs, "tables": names,
+               "settings": {"budget": settings.budget, "strategies": list(settings.strategies), "lr": settings.learn.lr,
+                            "learn_epochs": settings.learn_epochs, "seed": settings.seed, "dataset": data["name"]},
+               "accuracy": outcome.accuracy.to_dict("records"),
+               "recovery": None if outcome.recovery is None else outcome.recovery.to_dict("records"),
+               "curves": {name: _curve(frame) for name, frame in outcome.curves.items()}}
+    experiment_id = save_experiment(store, kind=kind, surrogate_name=surrogate_name, evaluation_id=evaluation_id,
+                                    summary=summary)
+    return ExperimentRun(experiment_id, kind, evaluation_id, label, blocks, outcome.accuracy, outcome.recovery, costs,
+                         names, time.monotonic() - started)
+
+
+def stored_experiments(store: Store) -> pd.DataFrame:
+    """Experiments, newest first (``summary`` parsed)."""
+    return experiments(store)
