@@ -93,7 +93,8 @@ typecheck: install
 # (two at once compete for the cores; a cluster's spawned workers hung inside a test worker). The second phase
 # runs even when the first fails, so one run reports every failure.
 PYTEST_WORKERS ?= 2
-PARALLEL_TESTS = $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
+# One compute thread per worker (torch, BLAS): two workers each spinning two threads on 2 cores thrash.
+PARALLEL_TESTS = OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 test: install system-test-deps lint typecheck difftune-harness
 	@status=0; \
 	$(PARALLEL_TESTS) -m "not browser and not serial" || status=$$?; \

@@ -43,8 +43,6 @@ def test_training_records_its_progress(trained: Path) -> None:
     assert row is not None and row["epochs_done"] == 2 and row["dataset"] == "tiny"
     assert 0 < row["val_mape"] < 5 and 0 < row["test_mape"] < 5
     assert (trained.parent / row["folder"] / "checkpoint.pt").is_file()
-    again = run_cli("difftune", "train", "--dataset", "tiny", "--name", "s", "--epochs", "2", *TINY, "--json", db=trained)
-    assert again.returncode == 0 and json.loads(again.stdout)["epochs_done"] == 2  # nothing left to do
     other = run_cli("difftune", "train", "--dataset", "tiny", "--name", "s", "--epochs", "3", "--hidden", "8", db=trained)
     assert other.returncode != 0 and "not this configuration" in other.stderr and "Traceback" not in other.stderr
 
@@ -54,7 +52,7 @@ def test_recovery_scores_every_method_and_the_parameter_error(trained: Path) -> 
     methods = {row["predictor"] for row in out["accuracy"]}
     assert {"random (start)", "simple table", "DiffTune (random start)", "greedy (random start)",
             "RS search (random start)", "BO search (random start)"} <= methods
-    assert out["blocks"]["test"] >= 3 and out["costs"]["greedy"] <= 600 and out["costs"]["DiffTune (data set)"] == 1200
+    assert out["blocks"]["test"] >= 3 and out["costs"]["greedy (random start)"] <= 600 and out["costs"]["DiffTune (data set)"] == 1200
     fields = set(out["recovery"][0]) - {"table"}
     assert fields == {"latency", "uops", "read_advance", "port_cycles", "dispatch_width", "rob_size"}
     greedy = next(r for r in out["accuracy"] if r["predictor"] == "greedy (random start)")

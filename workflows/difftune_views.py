@@ -26,6 +26,8 @@ MODEL_ARCHS = ("haswell", "skylake", "ivybridge", "znver3", "znver4", "znver5", 
 #: What a learnt table is compared with: the table its method started from, or the data set's defaults (the
 #: truth of a recovery experiment).
 REFERENCES = ("start", "defaults")
+#: The network sizes of a surrogate's training configuration, as its table shows them.
+_SIZES = ["embedding", "hidden", "layers", "batch"]
 #: A method's start, as the experiment names it: "DiffTune (random start)", "greedy (defaults start)".
 _START = re.compile(r"\((\w+) start\)$")
 
@@ -49,8 +51,7 @@ def surrogate_overview(store: Store) -> pd.DataFrame:
     """The trained surrogates, oldest first: name, data set, network sizes (from the training configuration),
     epochs, validation and test MAPE and training minutes."""
     frame = surrogates(store)
-    sizes = pd.DataFrame([{k: c.get(k) for k in ("embedding", "hidden", "layers", "batch")} for c in frame["config"]],
-                         index=frame.index, columns=["embedding", "hidden", "layers", "batch"])
+    sizes = pd.DataFrame([{k: c.get(k) for k in _SIZES} for c in frame["config"]], index=frame.index, columns=_SIZES)
     return pd.concat([frame[["name", "dataset"]], sizes, frame[["epochs_done", "val_mape", "test_mape"]],
                       (frame["seconds"] / 60).rename("minutes")], axis=1)
 

@@ -13,6 +13,17 @@ from app.cli._output import emit
 MAX_EPOCHS = 100_000
 
 
+def _needs_torch() -> None:
+    """One line, not a traceback, where the runtime was installed without the surrogate's PyTorch."""
+    from importlib.util import find_spec
+
+    from engine.errors import UserError
+
+    if find_spec("torch") is None:
+        raise UserError("torch: DiffTune's surrogate needs PyTorch 2.13 (CPU wheel), which make test installs; "
+                        "make run installs the runtime without it")
+
+
 def register_learning(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = actions.add_parser("train", help="train DiffTune's surrogate on a simulated data set; a rerun continues")
     p.add_argument("--dataset", required=True, help="simulated data set (tunelab difftune dataset)")
@@ -45,6 +56,7 @@ def register_learning(actions: argparse._SubParsersAction[argparse.ArgumentParse
 
 
 def _train(args: argparse.Namespace) -> int:
+    _needs_torch()
     from engine.errors import UserError
     from engine.surrogates.difftune.train import TrainConfig
     from workflows.difftune_surrogate import train_surrogate
@@ -74,7 +86,10 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _experiment(args: argparse.Namespace) -> int:
+    _needs_torch()
     from engine.strategies.registry import parse_names
+
+    strategies = tuple(parse_names(args.strategies))  # before the heavy imports: a typo is refused at once
     from workflows.difftune_experiments import run
 
     def progress(stage: str) -> None:
@@ -82,7 +97,7 @@ def _experiment(args: argparse.Namespace) -> int:
 
     with open_store(args) as store:
         result = run(store, args.kind, args.surrogate, arch=args.arch, measured=args.measured, budget=args.budget,
-                     strategies=tuple(parse_names(args.strategies)), learn_epochs=args.epochs, lr=args.lr,
+                     strategies=strategies, learn_epochs=args.epochs, lr=args.lr,
                      seed=args.seed, progress=None if args.json else progress)
     accuracy = result.accuracy.sort_values("mape")
     shown = accuracy.assign(mape=accuracy["mape"].map("{:.2%}".format), median_ape=accuracy["median_ape"].map("{:.2%}".format),

@@ -133,7 +133,8 @@ def run_experiment(problem: Problem, surrogate: Surrogate, settings: Settings, p
     first_name, first = next(iter(problem.starts.items()))
     say(f"greedy search from {first_name}: {settings.budget:,} simulator calls")
     greedy = greedy_search(train_blocks, train_truth, first, settings.budget, seed=settings.seed)
-    tables[f"greedy ({first_name} start)"], curves["greedy"], costs["greedy"] = greedy.table, greedy.history, greedy.calls
+    label = f"greedy ({first_name} start)"
+    tables[label], curves[label], costs[label] = greedy.table, greedy.history, greedy.calls
     parameters = default_parameters(train_blocks, first, settings.parameters)
     for strategy in settings.strategies:
         say(f"{strategy} over {', '.join(parameters)}: {settings.budget:,} simulator calls")
