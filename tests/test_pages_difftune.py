@@ -117,7 +117,7 @@ def test_run_a_recovery_experiment_and_read_its_baselines_heatmap_and_tables(tra
     assert list(accuracy["mape"]) == sorted(accuracy["mape"])
     assert table(at, "simulator calls").set_index("method").loc["DiffTune (data set)", "simulator calls"] == 1200
     assert "dispatch_width" in table(at, "rob_size").columns
-    assert chart(at, "dt_ex_scatter") and {"greedy", "DiffTune (random start)"} <= {t["name"] for t in chart(at, "dt_ex_curves")}
+    assert chart(at, "dt_ex_scatter") and {"greedy (random start)", "DiffTune (random start)"} <= {t["name"] for t in chart(at, "dt_ex_curves")}
     assert next(s for s in at.selectbox if s.label == "Learnt table").value == "DiffTune (random start)"  # no defaults start
     at.radio(key="dt_ex_reference").set_value("defaults").run(timeout=120)  # the truth's table: the random start differs
     assert not at.exception and not at.error
