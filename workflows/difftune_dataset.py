@@ -34,6 +34,12 @@ CHUNK = 5000
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
+def check_name(name: str) -> None:
+    """Refuse a data set or surrogate name that cannot be a folder name (both live in folders beside the database)."""
+    if not _NAME.fullmatch(name):
+        raise UserError(f"name: letters, digits, '.', '_' and '-' (a folder name), got {brief(name)}")
+
+
 @dataclass(frozen=True)
 class SimulatedDataset:
     """What one ``simulate_dataset`` call did."""
@@ -94,8 +100,7 @@ def simulate_dataset(store: Store, *, arch: str, samples: int, source: str = "an
             raise UserError(f"{field}: must be a positive integer, got {brief(value)}")
     if source not in SOURCES:
         raise UserError(f"blocks: expected one of {', '.join(SOURCES)}, got {brief(source)}")
-    if not _NAME.fullmatch(name):
-        raise UserError(f"name: letters, digits, '.', '_' and '-' (a folder name), got {brief(name)}")
+    check_name(name)
     if scheduler is not None:
         check_scheduler(scheduler)
         if workers != 1:

@@ -7,7 +7,6 @@ later learn tables with this surrogate use the same train/validation/test blocks
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -24,12 +23,11 @@ from engine.surrogates.difftune.train import Samples, TrainConfig, evaluate, his
 from storage import Store
 from storage.difftune_datasets import dataset
 from storage.difftune_experiments import create_surrogate, surrogate, update_surrogate
-from workflows.difftune_dataset import stored_job
+from workflows.difftune_dataset import check_name, stored_job
 
 #: Held-out samples scored after training (the test split's first ones, in sample order): enough for a MAPE
 #: to two digits, bounded in time.
 TEST_SAMPLES = 50_000
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
 @dataclass(frozen=True)
@@ -74,8 +72,7 @@ def train_surrogate(store: Store, *, dataset_name: str, name: str | None = None,
     epochs in all, then score it on the test blocks."""
     started = time.monotonic()
     name = name or f"{dataset_name}-h{config.hidden}"
-    if not _NAME.fullmatch(name):
-        raise UserError(f"name: letters, digits, '.', '_' and '-' (a folder name), got {brief(name)}")
+    check_name(name)
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise UserError(f"epochs: must be a positive integer, got {brief(epochs)}")
     row = surrogate(store, name)
