@@ -86,6 +86,14 @@ def test_faults_that_mapping_cannot_cure_are_reported(binary):
 
 
 @needs_harness
+def test_a_batch_whose_clock_drifted_keeps_its_faults_and_marks_the_rest_noisy(binary):
+    drifting = m.Settings(max_drift=1e-12, retries=0)  # no two calibrations agree this closely
+    frame = m.measure(["4801c0", "48f7f1"], drifting, binary=binary)
+    assert list(frame["status"]) == ["noisy", "fault"]
+    assert "calibration moved" in frame["reason"][0]
+
+
+@needs_harness
 def test_a_dividing_fault_and_an_illegal_instruction_are_faults(binary):
     assert run_one(binary, "48f7f1")["status"] == "fault"  # div %rcx with rdx = rcx: quotient overflow
     assert run_one(binary, "0f0b")["status"] == "fault"  # ud2 (the harness itself refuses nothing)

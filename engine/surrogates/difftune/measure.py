@@ -415,7 +415,9 @@ def _measure_batch(batch: list[str], settings: Settings, cpu: int, binary: Path 
             ratio = (before + after) / 2
             return {block: _result(block, records[2 * i], records[2 * i + 1], unrolls[block], settings, ratio)
                     for i, block in enumerate(batch)}
-    return {block: _row(block, "noisy", f"calibration moved {moved:.1%} across the batch") for block in batch}
+    reason = f"calibration moved {moved:.1%} across the batch"
+    return {block: _failure(block, records[2 * i], records[2 * i + 1]) or _row(block, "noisy", reason)
+            for i, block in enumerate(batch)}
 
 
 def _calibrate(settings: Settings, cpu: int, binary: Path | None) -> float:
@@ -425,10 +427,9 @@ def _calibrate(settings: Settings, cpu: int, binary: Path | None) -> float:
 
 def _result(block: str, rec_a: dict[str, Any], rec_b: dict[str, Any], unrolls: tuple[int, int], settings: Settings,
             ratio: float) -> dict[str, Any]:
-    for record in (rec_a, rec_b):
-        if record["status"] != "ok":
-            return _row(block, record["status"] if record["status"] in STATUSES else "fault",
-                        record.get("detail") or record["status"], fault_maps=record.get("maps", 0))
+    failure = _failure(block, rec_a, rec_b)
+    if failure:
+        return failure
     clean_a, clean_b = clean_ticks(rec_a), clean_ticks(rec_b)
     a, b = unrolls
     base = {"ticks_per_cycle": ratio, "clean_a": clean_a, "clean_b": clean_b, "fault_maps": rec_a.get("maps", 0),
@@ -440,6 +441,15 @@ def _result(block: str, rec_a: dict[str, Any], rec_b: dict[str, Any], unrolls: t
     if by_min <= 0:
         return _row(block, "noisy", f"unroll {a} was not slower than unroll {b}", **base)
     return _row(block, "ok", "", cycles100=by_min, cycles100_median=by_median, **base)
+
+
+def _failure(block: str, rec_a: dict[str, Any], rec_b: dict[str, Any]) -> dict[str, Any] | None:
+    """The row of a block whose run faulted or timed out: no calibration drift makes that noise."""
+    for record in (rec_a, rec_b):
+        if record["status"] != "ok":
+            return _row(block, record["status"] if record["status"] in STATUSES else "fault",
+                        record.get("detail") or record["status"], fault_maps=record.get("maps", 0))
+    return None
 
 
 def _row(block: str, status: str, reason: str, **values: Any) -> dict[str, Any]:
