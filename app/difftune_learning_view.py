@@ -243,6 +243,7 @@ def _experiments(store: Store) -> None:
             flash(f"Experiment {done.id} ({done.kind}) stored: truth = {done.truth}; {done.seconds:.0f} s.")
             st.rerun()
         status.update(label="The experiment stopped.", state="error")
+    _calibration_form(store, surrogates)
     stored = stored_experiments(store)
     if stored.empty:
         st.info("No experiment stored yet: run one above, or `tunelab difftune experiment recovery --surrogate "
@@ -255,6 +256,36 @@ def _experiments(store: Store) -> None:
         return
     with guard():
         _experiment(store, *experiment_results(store, pick))
+
+
+def _calibration_form(store: Store, surrogates: list[str]) -> None:
+    from workflows.difftune_experiments import calibration_study
+
+    with st.expander("Calibration as a tuning study (replay strategies on it in Compare)"):
+        st.caption("A few parameters of the start table become integer factors; every configuration of their grid is "
+                   "simulated on the experiment's training blocks and its MAPE stored, as a table study. Compare "
+                   "then replays random search, BO, DLMT… on it, as on any measured table.")
+        with st.form("dt_calibration_form"):
+            a, b, c = st.columns([2, 2, 3])
+            kind = a.selectbox("Experiment", list(KINDS), key="dt_cal_kind")
+            surrogate = b.selectbox("Surrogate (its blocks and split)", surrogates, index=len(surrogates) - 1,
+                                    key="dt_cal_surrogate")
+            name = c.text_input("Study name", "difftune calibration", key="dt_cal_name")
+            parameters = st.text_input("Parameters", key="dt_cal_parameters",
+                                       placeholder="empty: dispatch_width, rob_size, latency and µops of the most "
+                                                   "common opcode; else e.g. dispatch_width, latency:ADD64rr")
+            measured = st.text_input("Measured blocks (this-cpu)", key="dt_cal_measured",
+                                     placeholder="a tunelab blocks export CSV; empty: this CPU's stored measurements")
+            blocks = st.number_input("Training blocks per configuration", 10, 100_000, 500, key="dt_cal_blocks")
+            submitted = st.form_submit_button("Build the calibration study")
+        if submitted and kind is not None and surrogate is not None:
+            with guard(), st.spinner("Simulating every configuration of the grid…"):
+                names = [p.strip() for p in parameters.split(",") if p.strip()] or None
+                done = calibration_study(store, kind, surrogate, name=name.strip(), parameters=names,
+                                         measured=measured.strip() or None, blocks=int(blocks))
+                st.success(f"Table study '{done.name}': {done.configurations:,} configurations, MAPE "
+                           f"{done.start_mape:.2%} at the start and {done.best_mape:.2%} at the grid's best. "
+                           "Open it on the Compare page.")
 
 
 def _experiment(store: Store, row: dict[str, Any], predictions: pd.DataFrame) -> None:

@@ -13,7 +13,8 @@ torch = pytest.importorskip("torch")
 from engine.errors import UserError
 from engine.surrogates.difftune.decode import Block
 from engine.surrogates.difftune.learn import LearnConfig, block_keys, learn_table, random_start
-from engine.surrogates.difftune.params import OpParams
+from engine.surrogates.difftune.params import OpParams, ParamTable
+from engine.surrogates.difftune.simulate import simulate
 from engine.surrogates.difftune.surrogate import Surrogate
 from engine.surrogates.difftune.train import train
 from tests.helpers.difftune_tiny import MODEL, TINY, tiny_blocks, tiny_samples
@@ -59,6 +60,26 @@ def test_extraction_is_a_valid_table_and_the_network_stays_frozen(blocks: list[B
     assert all(r.uops >= 1 and r.latency >= 0 and min(r.read_advance) >= 0 for r in table.rows.values())
     assert table.dispatch_width >= 1 and table.rob_size >= 1 and table.units == MODEL.units
     assert table != start  # lr 0.5 for 3 epochs moves something
+
+
+def test_validation_in_the_simulator_keeps_the_best_checked_table(blocks: list[Block], surrogate: Surrogate) -> None:
+    truth_table = random_start(blocks, MODEL, seed=7)
+    truth = simulate(blocks, truth_table).astype(float)
+    start = random_start(blocks, MODEL, seed=0)
+    checked: list[ParamTable] = []
+
+    def validate(table: ParamTable) -> float:
+        checked.append(table)
+        return float(np.mean(np.abs(simulate(blocks, table) - truth) / truth))
+
+    config = LearnConfig(batch=16, epochs=4, lr=0.5, validate_every=3)  # 2 steps per epoch: checks at 0, 3, 6, 8
+    learned = learn_table(surrogate, blocks, truth, start, config, validate)
+    assert learned.validation["step"].tolist() == [0, 3, 6, 8] and checked[0] is start
+    best = int(learned.validation["mape"].idxmin())
+    assert learned.table == checked[best] and validate(learned.table) == learned.validation["mape"].min()
+    assert learned.validation["mape"].min() <= learned.validation["mape"].iloc[0]  # never worse than the start
+    refusing = learn_table(surrogate, blocks, truth, start, config, lambda t: 0.0 if t is start else 1.0)
+    assert refusing.table is start  # the surrogate's progress counts for nothing the simulator does not confirm
 
 
 def test_bad_inputs_are_refused_in_one_line(blocks: list[Block], surrogate: Surrogate) -> None:

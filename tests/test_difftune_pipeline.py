@@ -92,3 +92,24 @@ def test_bad_experiment_inputs_are_one_line_errors(trained: Path, tmp_path: Path
         assert result.returncode != 0 and message in result.stderr and "Traceback" not in result.stderr, result.stderr
     missing = run_cli("difftune", "experiment", "recovery", "--surrogate", "nope", db=trained)
     assert missing.returncode != 0 and "none named 'nope'" in missing.stderr
+
+
+def test_the_calibration_is_a_table_study_that_compare_replays(trained: Path) -> None:
+    args = ["difftune", "calibration", "this-cpu", "--surrogate", "s", "--measured", str(MEASURED), "--arch",
+            "sapphirerapids"]
+    made = json.loads(run_cli(*args, "--name", "calibration", "--json", db=trained, check=True).stdout)
+    assert made["parameters"][:2] == ["dispatch_width", "rob_size"] and len(made["parameters"]) == 4
+    assert 10 <= made["blocks"] <= 40 and 0 < made["best_mape"] <= made["start_mape"]
+    with Store(trained) as store:
+        study = store.get_study("calibration")
+        assert study.spec.runner["kind"] == "table" and len(store.study_table("calibration")) == made["configurations"]
+    bench = run_cli("bench", "--table", "calibration", "--strategies", "RS,BO", "--reps", "2", "--budget", "12",
+                    "--jobs", "1", "--json", db=trained, check=True)
+    replayed = json.loads(bench.stdout)
+    assert replayed["optimum"] == pytest.approx(made["best_mape"]) and replayed["comparison_id"] is not None
+    assert set(replayed["strategies"]) == {"RS", "BO"} and replayed["strategies"]["BO"]["mean"] >= 1
+    for extra, message in ((["--name", "calibration"], "study 'calibration' already exists"),
+                           (["--name", "c2", "--parameters", "latency:NOPE"], "NOPE"),
+                           (["--name", "c3", "--start", "random", "--blocks", "5"], "--blocks")):
+        result = run_cli(*args, *extra, db=trained)
+        assert result.returncode != 0 and message in result.stderr and "Traceback" not in result.stderr, result.stderr

@@ -15,7 +15,7 @@ Blocks are the surrogate's data set's blocks that have a truth, split 80/10/10 e
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,9 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError, brief
+from engine.study import check_study_name
 from engine.surrogates.difftune import bhive
+from engine.surrogates.difftune.calibration import calibration_table, default_parameters, start_configuration
 from engine.surrogates.difftune.decode import Block
 from engine.surrogates.difftune.defaults import default_table
 from engine.surrogates.difftune.experiment import KINDS, Outcome, Problem, Progress, Settings, run_experiment
@@ -36,6 +38,7 @@ from storage import Store
 from storage.difftune import block_measurements, save_evaluation, save_param_table
 from storage.difftune_datasets import dataset
 from storage.difftune_experiments import experiments, save_experiment
+from storage.difftune_experiments import surrogate as surrogate_row
 from workflows.difftune import table_cache, this_cpu
 from workflows.difftune_dataset import stored_job
 from workflows.difftune_surrogate import stored_surrogate
@@ -119,8 +122,8 @@ def _problem(store: Store, kind: str, blocks: list[Block], model: ParamTable, sp
     keep = np.array([b.hex in truth for b in blocks])
     if keep.sum() < 10:
         raise UserError(f"blocks: only {int(keep.sum())} of the data set's blocks have a truth ({label})")
-    train, _, test = split_blocks(len(blocks), split_seed)
-    train, test = train[keep[train]], test[keep[test]]
+    train, val, test = split_blocks(len(blocks), split_seed)
+    train, val, test = train[keep[train]], val[keep[val]], test[keep[test]]
     values = np.array([truth.get(b.hex, np.nan) for b in blocks], dtype=float)
     if kind == "this-cpu":
         assert arch is not None
@@ -128,8 +131,59 @@ def _problem(store: Store, kind: str, blocks: list[Block], model: ParamTable, sp
         mca[test] = total_cycles([blocks[i] for i in test], arch)
         predictions[f"llvm-mca-19 -mcpu={arch}"] = mca
     problem = Problem(kind, blocks, values, train, test, starts, fixed_tables=fixed, fixed_predictions=predictions,
-                      truth_table=model if kind == "recovery" else None)
+                      truth_table=model if kind == "recovery" else None, val=val)
     return problem, label, cpu_id
+
+
+@dataclass(frozen=True)
+class CalibrationStudy:
+    """A stored calibration grid: the table study Compare replays strategies on."""
+
+    name: str
+    parameters: list[str]
+    configurations: int
+    blocks: int
+    best_mape: float
+    start_mape: float
+    truth: str
+
+
+def calibration_study(store: Store, kind: str, surrogate_name: str, *, name: str, parameters: list[str] | None = None,
+                      start: str | None = None, arch: str | None = None, measured: str | None = None,
+                      blocks: int = 500, seed: int = 0) -> CalibrationStudy:
+    """The calibration of an experiment's problem (same truth, same training blocks, the first ``blocks`` of
+    them) over a few parameters, evaluated on its whole grid and stored as a table study: Tunelab's
+    strategies calibrating the simulator, replayed side by side on the Compare page."""
+    if kind not in KINDS:
+        raise UserError(f"kind: expected one of {', '.join(KINDS)}, got {brief(kind)}")
+    if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 10:
+        raise UserError(f"blocks: must be an integer >= 10, got {brief(blocks)}")
+    if check_study_name(name) in store.study_names():
+        raise UserError(f"name: study {brief(name)} already exists; pick another name or delete it first")
+    row = surrogate_row(store, surrogate_name)
+    if row is None:
+        raise UserError(f"surrogate: none named {brief(surrogate_name)} (tunelab difftune train makes one)")
+    data = dataset(store, row["dataset"])
+    if data is None:
+        raise UserError(f"surrogate: its data set {brief(row['dataset'])} is no longer in this database")
+    model = from_document(data["model"])
+    problem, label, _ = _problem(store, kind, list(stored_job(store, data).blocks), model,
+                                 int(row["config"].get("split_seed", 0)), arch=arch, measured=measured, seed=seed)
+    start = start or next(iter(problem.starts))
+    if start not in problem.starts:
+        raise UserError(f"start: {brief(start)} is not a start of the {kind} experiment "
+                        f"({', '.join(problem.starts)})")
+    table = problem.starts[start]
+    chosen = problem.train[:blocks]
+    train = [problem.blocks[int(i)] for i in chosen]
+    names = list(parameters) if parameters else default_parameters(train, table, k=1)
+    spec, grid = calibration_table(train, problem.truth[chosen], table, names, name=name)
+    spec = replace(spec, description=f"{spec.description}; truth {label}; start: {start} table")
+    store.create_study(spec, grid)
+    origin = start_configuration(table, names)
+    at_start = (grid[list(origin)] == pd.Series(origin)).all(axis=1)
+    return CalibrationStudy(name, names, len(grid), len(train), float(grid["value"].min()),
+                            float(grid.loc[at_start, "value"].iloc[0]), label)
 
 
 def _curve(frame: pd.DataFrame) -> list[dict[str, Any]]:

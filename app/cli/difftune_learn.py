@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import asdict
 from typing import Any
 
 from app.cli._common import MAX_COUNT, MAX_SEED, add_json, bounded, open_store
@@ -53,6 +54,23 @@ def register_learning(actions: argparse._SubParsersAction[argparse.ArgumentParse
     e.add_argument("--seed", type=int, default=0, action=bounded(0, MAX_SEED), help="random start and search seed")
     add_json(e)
     e.set_defaults(func=_experiment)
+
+    c = actions.add_parser("calibration", help="an experiment's calibration over a few parameters, evaluated on its "
+                                               "whole grid and stored as a table study (replay strategies in Compare)")
+    c.add_argument("kind", choices=("recovery", "cross-arch", "this-cpu"))
+    c.add_argument("--surrogate", required=True, help="the surrogate whose data set and split give the blocks")
+    c.add_argument("--name", required=True, help="name of the table study to create")
+    c.add_argument("--parameters", help="comma-separated: dispatch_width, rob_size, latency:KEY, uops:KEY, "
+                                        "port:KEY:RESOURCE (default: the globals, latency and µops of the most "
+                                        "common opcode)")
+    c.add_argument("--start", help="the start table the other parameters keep (default: the experiment's first)")
+    c.add_argument("--arch", help="as for experiment")
+    c.add_argument("--measured", help="as for experiment")
+    c.add_argument("--blocks", type=int, default=500, action=bounded(10, MAX_COUNT),
+                   help="training blocks each configuration simulates")
+    c.add_argument("--seed", type=int, default=0, action=bounded(0, MAX_SEED), help="the random start's seed")
+    add_json(c)
+    c.set_defaults(func=_calibration)
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -112,4 +130,20 @@ def _experiment(args: argparse.Namespace) -> int:
     emit({"experiment": result.id, "kind": result.kind, "evaluation": result.evaluation_id, "truth": result.truth,
           "blocks": result.blocks, "accuracy": result.accuracy, "recovery": result.recovery, "costs": result.costs,
           "tables": result.tables, "seconds": result.seconds}, args.json, "\n".join(text))
+    return 0
+
+
+def _calibration(args: argparse.Namespace) -> int:
+    from workflows.difftune_experiments import calibration_study
+
+    parameters = [p.strip() for p in args.parameters.split(",") if p.strip()] if args.parameters else None
+    with open_store(args) as store:
+        result = calibration_study(store, args.kind, args.surrogate, name=args.name, parameters=parameters,
+                                   start=args.start, arch=args.arch, measured=args.measured, blocks=args.blocks,
+                                   seed=args.seed)
+    emit(asdict(result), args.json,
+         f"table study '{result.name}': {result.configurations:,} configurations of {', '.join(result.parameters)} "
+         f"on {result.blocks:,} training blocks (truth: {result.truth}); MAPE {result.start_mape:.2%} at the start, "
+         f"{result.best_mape:.2%} at the grid's best. Compare it: tunelab bench --table '{result.name}' or the "
+         "Compare page")
     return 0

@@ -42,6 +42,9 @@ class BenchTable:
         self._status = self.table["status"].astype(str).to_numpy(dtype=object)[first]
         values = self.table["value"].to_numpy(dtype=float)[ok]
         self.optimum = float(values.min() if self.spec.direction == "minimize" else values.max())
+        if not self.optimum > 0:  # a slowdown is a ratio to the optimum
+            raise UserError(f"table {self.source or self.spec.name}: its best {self.objective} is "
+                            f"{self.optimum:g}; a slowdown (a ratio to the best) needs a positive best")
 
     @property
     def space(self) -> Space:

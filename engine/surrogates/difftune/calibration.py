@@ -157,6 +157,11 @@ def calibration_space(start: ParamTable, parameters: Sequence[str]) -> Space:
                  for p in _parameters(start, parameters))
 
 
+def start_configuration(start: ParamTable, parameters: Sequence[str]) -> dict[str, int]:
+    """The configuration of a calibration space that stands for ``start`` itself."""
+    return {p.factor: value(start, p) for p in _parameters(start, parameters)}
+
+
 def _by_factor(start: ParamTable, name: str) -> Parameter:
     """The parameter a factor name (or a parameter name) stands for, read through the start's rows."""
     if ":" in name or name in GLOBALS:
@@ -206,7 +211,7 @@ def calibrate(blocks: Sequence[Block], truth: np.ndarray, start: ParamTable, par
     objective = _Objective(blocks, values, start, parameters)
     space = objective.space
     searcher = make_strategy(strategy, space, budget // len(blocks), seed=seed)
-    origin = space.to_level_index(pd.DataFrame([{p.factor: value(start, p) for p in objective.params}]))
+    origin = space.to_level_index(pd.DataFrame([start_configuration(start, parameters)]))
     searcher.tell_index(origin, *objective(origin))
     drive(searcher, objective)
     best = searcher.best_index

@@ -23,6 +23,7 @@ from engine.surrogates.difftune.greedy import greedy_search
 from engine.surrogates.difftune.learn import LearnConfig, block_keys, learn_table
 from engine.surrogates.difftune.metrics import accuracy_table
 from engine.surrogates.difftune.params import ParamTable
+from engine.surrogates.difftune.search_result import ape
 from engine.surrogates.difftune.simulate import simulated
 from engine.surrogates.difftune.surrogate import Surrogate
 
@@ -48,6 +49,7 @@ class Problem:
     fixed_tables: Mapping[str, ParamTable] = field(default_factory=dict)
     fixed_predictions: Mapping[str, np.ndarray] = field(default_factory=dict)
     truth_table: ParamTable | None = None
+    val: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -125,11 +127,21 @@ def run_experiment(problem: Problem, surrogate: Surrogate, settings: Settings, p
     costs: dict[str, int] = {}
     config = LearnConfig(lr=settings.learn.lr, batch=settings.learn.batch,
                          epochs=_epochs(settings, len(train_blocks)), seed=settings.seed)
+    val = problem.val if problem.val is not None and len(problem.val) else problem.train
+    val_blocks, val_truth = _pick(problem.blocks, val), problem.truth[val]
+
+    def validate(table: ParamTable) -> float:
+        return float(np.nanmean(ape(simulated(val_blocks, table), val_truth)))
+
     for name, start in problem.starts.items():
-        say(f"DiffTune from {name}: {config.epochs} epochs over {len(train_blocks):,} blocks")
-        learned = learn_table(surrogate, train_blocks, train_truth, start, config)
-        tables[f"DiffTune ({name} start)"] = learned.table
-        curves[f"DiffTune ({name} start)"] = learned.history
+        say(f"DiffTune from {name}: {config.epochs} epochs over {len(train_blocks):,} blocks, validated in the "
+            f"simulator every {config.validate_every} steps on {len(val_blocks):,} blocks")
+        learned = learn_table(surrogate, train_blocks, train_truth, start, config, validate)
+        label = f"DiffTune ({name} start)"
+        tables[label] = learned.table
+        curves[label] = learned.history.merge(learned.validation.rename(columns={"mape": "val_mape"}), on="step",
+                                              how="outer")
+        costs[f"{label}: validation"] = len(learned.validation) * len(val_blocks)
     first_name, first = next(iter(problem.starts.items()))
     say(f"greedy search from {first_name}: {settings.budget:,} simulator calls")
     greedy = greedy_search(train_blocks, train_truth, first, settings.budget, seed=settings.seed)

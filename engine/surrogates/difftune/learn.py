@@ -13,12 +13,15 @@ Two deliberate departures from the original, both explained in the closing figur
 * Resource *group* columns are never drawn in the data set (§3's ``use_groups=False``), so the surrogate
   never saw them vary and its gradient there means nothing: they stay at the start table's values.
 
-Validation is never done here: the caller runs the real simulator on the extracted table.
+Validation is the caller's, in the real simulator: given a ``validate`` function (table → MAPE on blocks the
+learning never sees), the start and the table extracted every ``validate_every`` steps are scored, and the best
+one is returned. The surrogate's loss can fall while the simulator's error rises (a table the surrogate
+mispredicts); this keeps what the simulator confirms, so learning never ends worse than its start there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,9 +45,10 @@ class LearnConfig:
     batch: int = 256
     epochs: int = 1
     seed: int = 0
+    validate_every: int = 100
 
     def __post_init__(self) -> None:
-        for name in ("batch", "epochs"):
+        for name in ("batch", "epochs", "validate_every"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise UserError(f"{name}: must be a positive integer, got {brief(value)}")
@@ -54,10 +58,12 @@ class LearnConfig:
 
 @dataclass(frozen=True)
 class Learned:
-    """The extracted table and the learning curve (step, epoch, loss: the surrogate's MAPE on the batch)."""
+    """The extracted table (the best validated one when validation was given), the learning curve (step,
+    epoch, loss: the surrogate's MAPE on the batch) and the validation curve (step, mape; step 0 the start)."""
 
     table: ParamTable
     history: pd.DataFrame
+    validation: pd.DataFrame
 
 
 def block_keys(blocks: Sequence[Block]) -> list[str]:
@@ -97,8 +103,9 @@ def _extract(theta: np.ndarray, widths: np.ndarray, keys: Sequence[str], start: 
 
 
 def learn_table(surrogate: Surrogate, blocks: Sequence[Block], truth: np.ndarray, start: ParamTable,
-                config: LearnConfig = LearnConfig()) -> Learned:
-    """Learn a table under which the surrogate predicts ``truth`` (cycles per 100 iterations of each block)."""
+                config: LearnConfig = LearnConfig(), validate: Callable[[ParamTable], float] | None = None) -> Learned:
+    """Learn a table under which the surrogate predicts ``truth`` (cycles per 100 iterations of each block);
+    with ``validate``, return the start or an extracted table, whichever it scores lowest."""
     truth = np.asarray(truth, dtype=np.float32)
     if len(truth) != len(blocks) or not len(blocks):
         raise UserError(f"truth: {len(truth)} values for {len(blocks)} blocks")
@@ -122,6 +129,14 @@ def learn_table(surrogate: Surrogate, blocks: Sequence[Block], truth: np.ndarray
     torch.manual_seed(config.seed)
     rng = np.random.RandomState(config.seed)
     history: list[dict[str, Any]] = []
+    scored: list[tuple[float, int, ParamTable]] = []
+
+    def check(step: int) -> None:
+        if validate is not None:
+            table = start if step == 0 else _extract(theta.detach().numpy(), widths.detach().numpy(), keys, start)
+            scored.append((float(validate(table)), step, table))
+
+    check(0)
     for epoch in range(1, config.epochs + 1):
         order = rng.permutation(len(blocks))
         for start_at in range(0, len(order), config.batch):
@@ -136,5 +151,12 @@ def learn_table(surrogate: Surrogate, blocks: Sequence[Block], truth: np.ndarray
             theta.grad[:, frozen] = 0
             optimiser.step()
             history.append({"step": len(history) + 1, "epoch": epoch, "loss": float(loss.detach())})
-    table = _extract(theta.detach().numpy(), widths.detach().numpy(), keys, start)
-    return Learned(table, pd.DataFrame(history, columns=["step", "epoch", "loss"]))
+            if len(history) % config.validate_every == 0:
+                check(len(history))
+    if validate is not None and scored[-1][1] != len(history):
+        check(len(history))
+    curve = pd.DataFrame(history, columns=["step", "epoch", "loss"])
+    validation = pd.DataFrame([(step, score) for score, step, _ in scored], columns=["step", "mape"])
+    if validate is None:
+        return Learned(_extract(theta.detach().numpy(), widths.detach().numpy(), keys, start), curve, validation)
+    return Learned(min(scored, key=lambda s: s[0])[2], curve, validation)

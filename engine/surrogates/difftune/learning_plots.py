@@ -89,17 +89,23 @@ def training_figure(history: pd.DataFrame) -> go.Figure:
 
 
 def search_curves_figure(curves: Mapping[str, pd.DataFrame | Sequence[Mapping[str, Any]]]) -> go.Figure:
-    """Each method's learning curve: DiffTune's surrogate loss per step (left; it never runs the simulator while it
-    learns) and the simulator's MAPE on the training blocks against simulator calls for greedy and the
-    strategies (right), one colour per method."""
-    figure = make_subplots(rows=1, cols=2, subplot_titles=("DiffTune: surrogate loss per step",
+    """Each method's learning curve. Left: DiffTune's surrogate loss per step, with the real simulator's MAPE
+    on the validation blocks at each check (dotted; the best checked table is the one kept). Right: the
+    simulator's MAPE on the training blocks against simulator calls for greedy and the strategies. One
+    colour per method."""
+    figure = make_subplots(rows=1, cols=2, subplot_titles=("DiffTune: surrogate loss and simulator validation",
                                                            "Searches: simulator MAPE vs simulator calls"))
     for i, (method, records) in enumerate(curves.items()):
         frame = pd.DataFrame(records)
         colour = _PALETTE[i % len(_PALETTE)]
         if {"step", "loss"} <= set(frame.columns):
             figure.add_scatter(x=frame["step"], y=frame["loss"], mode="lines", name=method, line={"color": colour},
-                               row=1, col=1)
+                               row=1, col=1, connectgaps=True)
+            if "val_mape" in frame.columns:
+                checked = frame.dropna(subset=["val_mape"])
+                figure.add_scatter(x=checked["step"], y=checked["val_mape"], mode="lines+markers",
+                                   name=f"{method}: simulator, validation blocks", row=1, col=1,
+                                   line={"color": colour, "dash": "dot"})
         elif {"calls", "mape"} <= set(frame.columns):
             figure.add_scatter(x=frame["calls"], y=frame["mape"], mode="lines", name=method, line={"color": colour},
                                row=1, col=2)
