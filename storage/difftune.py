@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from storage.store import Store, StoreError, _first, _json
+from storage.store import Store, StoreError, _first, _json, json_frame
 
 CPU_FIELDS = ("cpu_id", "vendor", "family", "model", "stepping", "microcode", "model_name", "mcpu")
 MEASUREMENT_COLUMNS = ("hex", "status", "cycles_min", "cycles_median", "repeats", "error")
@@ -140,9 +140,8 @@ def save_evaluation(store: Store, *, arch: str, truth: str, cpu_id: str | None, 
 
 def evaluations(store: Store) -> pd.DataFrame:
     """Stored evaluations, newest first, ``summary`` parsed."""
-    frame = store._df("SELECT id, arch, truth, cpu_id, summary, created_at FROM simulator_evaluations ORDER BY id DESC")
-    frame["summary"] = [json.loads(s) for s in frame["summary"]]
-    return frame
+    return json_frame(store, "SELECT id, arch, truth, cpu_id, summary, created_at FROM simulator_evaluations ORDER BY id DESC",
+                      ["summary"])
 
 
 def evaluation_predictions(store: Store, evaluation_id: int) -> pd.DataFrame:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from storage.store import Store, StoreError, _json
+from storage.store import Store, StoreError, _json, json_row
 
 _COLUMNS = ("id", "name", "arch", "blocks", "model", "folder", "samples_done", "samples_wanted", "created_at", "updated_at")
 
@@ -32,12 +32,8 @@ def create_dataset(store: Store, *, name: str, arch: str, blocks: Sequence[str],
 
 def dataset(store: Store, name: str) -> dict[str, Any] | None:
     """One data set with ``blocks`` and ``model`` parsed, or None when there is none of that name."""
-    row = store._one(f"SELECT {', '.join(_COLUMNS)} FROM simulated_datasets WHERE name = ?", [name])
-    if row is None:
-        return None
-    found = dict(zip(_COLUMNS, row))
-    found["blocks"], found["model"] = json.loads(found["blocks"]), json.loads(found["model"])
-    return found
+    return json_row(store, f"SELECT {', '.join(_COLUMNS)} FROM simulated_datasets WHERE name = ?", [name], _COLUMNS,
+                    ["blocks", "model"])
 
 
 def update_dataset(store: Store, name: str, *, samples_done: int | None = None, samples_wanted: int | None = None) -> None:

@@ -8,13 +8,12 @@ JSON summary (baselines, costs, learning curves).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
-from storage.store import Store, StoreError, _json
+from storage.store import Store, StoreError, _json, json_frame, json_row
 
 _SURROGATE = ("id", "name", "dataset", "config", "folder", "epochs_done", "val_mape", "test_mape", "seconds",
               "created_at", "updated_at")
@@ -30,18 +29,11 @@ def create_surrogate(store: Store, *, name: str, dataset: str, config: Mapping[s
 
 def surrogate(store: Store, name: str) -> dict[str, Any] | None:
     """One surrogate's row (``config`` parsed), or None."""
-    row = store._one(f"SELECT {', '.join(_SURROGATE)} FROM surrogates WHERE name = ?", [name])
-    if row is None:
-        return None
-    found = dict(zip(_SURROGATE, row))
-    found["config"] = json.loads(found["config"])
-    return found
+    return json_row(store, f"SELECT {', '.join(_SURROGATE)} FROM surrogates WHERE name = ?", [name], _SURROGATE, ["config"])
 
 
 def surrogates(store: Store) -> pd.DataFrame:
-    frame = store._df(f"SELECT {', '.join(_SURROGATE)} FROM surrogates ORDER BY id")
-    frame["config"] = [json.loads(c) for c in frame["config"]]
-    return frame
+    return json_frame(store, f"SELECT {', '.join(_SURROGATE)} FROM surrogates ORDER BY id", ["config"])
 
 
 def update_surrogate(store: Store, name: str, *, epochs_done: int, val_mape: float | None, seconds: float,
@@ -59,7 +51,5 @@ def save_experiment(store: Store, *, kind: str, surrogate_name: str, evaluation_
 
 def experiments(store: Store) -> pd.DataFrame:
     """Stored experiments, newest first, ``summary`` parsed."""
-    frame = store._df("SELECT id, kind, surrogate, evaluation_id, summary, created_at FROM difftune_experiments"
-                      " ORDER BY id DESC")
-    frame["summary"] = [json.loads(s) for s in frame["summary"]]
-    return frame
+    return json_frame(store, "SELECT id, kind, surrogate, evaluation_id, summary, created_at FROM difftune_experiments"
+                      " ORDER BY id DESC", ["summary"])

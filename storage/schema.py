@@ -279,4 +279,46 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        9,
+        "cost model for tensor programs: evaluations (grouped cross-validation of models) and trained models",
+        """
+        CREATE SEQUENCE costmodel_evaluation_id_seq START 1;
+        -- One grouped cross-validation of several models on one data set (graphs grouped by program);
+        -- summary holds the settings, the per-model aggregates, the noise floor and the timings.
+        CREATE TABLE costmodel_evaluations (
+            id         INTEGER PRIMARY KEY DEFAULT nextval('costmodel_evaluation_id_seq'),
+            name       VARCHAR NOT NULL,
+            data       VARCHAR NOT NULL,
+            task       VARCHAR NOT NULL,
+            summary    VARCHAR NOT NULL DEFAULT '{}',
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+        );
+        -- Per configuration of each held-out graph: what a model (one seed, one fold) predicted.
+        CREATE TABLE costmodel_predictions (
+            evaluation_id INTEGER NOT NULL,
+            model         VARCHAR NOT NULL,
+            seed          INTEGER NOT NULL,
+            fold          INTEGER NOT NULL,
+            graph         VARCHAR NOT NULL,
+            program       VARCHAR NOT NULL,
+            config        INTEGER NOT NULL,
+            runtime       DOUBLE,
+            prediction    DOUBLE
+        );
+        CREATE SEQUENCE costmodel_id_seq START 1;
+        -- A model trained on a whole data set (checkpoint in folder, relative to the database's folder).
+        CREATE TABLE costmodels (
+            id         INTEGER PRIMARY KEY DEFAULT nextval('costmodel_id_seq'),
+            name       VARCHAR NOT NULL UNIQUE,
+            data       VARCHAR NOT NULL,
+            task       VARCHAR NOT NULL,
+            params     VARCHAR NOT NULL DEFAULT '{}',
+            folder     VARCHAR NOT NULL,
+            seconds    DOUBLE NOT NULL DEFAULT 0,
+            summary    VARCHAR NOT NULL DEFAULT '{}',
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+        );
+        """,
+    ),
 ]

@@ -14,7 +14,7 @@ import re
 import socket
 import stat
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -59,6 +59,24 @@ def _first(row: Row | None) -> Any:
     """The first column of the row a statement always returns (an aggregate, an ``INSERT ... RETURNING``)."""
     assert row is not None, "the statement returned no row"
     return row[0]
+
+
+def json_row(store: Store, query: str, params: Iterable[Any], columns: Sequence[str],
+             parsed: Sequence[str]) -> dict[str, Any] | None:
+    """The first row of ``query`` as a dict over ``columns``, its JSON columns ``parsed``; None when there is none."""
+    row = store._one(query, params)
+    if row is None:
+        return None
+    found = dict(zip(columns, row))
+    return found | {column: json.loads(found[column]) for column in parsed}
+
+
+def json_frame(store: Store, query: str, parsed: Sequence[str], params: Iterable[Any] | None = None) -> pd.DataFrame:
+    """The rows of ``query``, its JSON columns ``parsed`` into Python values."""
+    frame = store._df(query, params)
+    for column in parsed:
+        frame[column] = [json.loads(value) for value in frame[column]]
+    return frame
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from app.cli._signals import Terminated, stop_on_signals
 
 #: Sub-command modules, in the order they appear in ``tunelab --help``.
 COMMAND_MODULES = ("study", "imports", "export", "serve", "design", "analyze", "run", "measure", "bench", "tune", "decide",
-                   "blocks", "difftune")
+                   "blocks", "difftune", "costmodel")
 
 
 class Parser(argparse.ArgumentParser):

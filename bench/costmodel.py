@@ -1,0 +1,44 @@
+"""The cost model's figures on the real TPU tile kernels (issue 15): the GNN beside GBDT, the trip-count heuristic
+and the compiler's default, on the same program-grouped folds (each kernel its own program), seeds × folds, with
+the noise floor of the data and the CPU time each model took; then the CPU minutes to train the default GNN on
+every kernel.
+
+Usage: python bench/costmodel.py [--seeds 0,1,2] [--folds 5] [--models gnn,gbdt,heuristic,default]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+from engine.surrogates.costmodel.evaluate import cross_validate, fit_model, make_model
+from engine.surrogates.costmodel.readers import real_tpu_tiles
+from engine.surrogates.difftune.measure import cpu_identity
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--models", default="gnn,gbdt,heuristic,default")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    identity = cpu_identity()
+    graphs = real_tpu_tiles()
+    print(f"CPU {identity.model_name} ({identity.short_id}), torch {torch.__version__} on 1 thread; "
+          f"{len(graphs)} kernels, {sum(len(g.runtime) for g in graphs)} runs")
+    seeds = [int(s) for s in args.seeds.split(",")]
+    result = cross_validate(graphs, args.models.split(","), folds=args.folds, seeds=seeds)
+    print(result.table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print("per seed, mean τ:", result.scores.groupby(["model", "seed"])["tau"].mean().unstack().round(3).to_dict("index"))
+    print("noise floor:", result.noise)
+    print("CPU seconds (fit + predict, all folds):", {k: round(v, 1) for k, v in result.seconds.items()})
+    started = time.process_time()
+    fit_model("gnn", make_model("gnn", 0), graphs, 0)
+    print(f"default GNN trained on all {len(graphs)} kernels: {(time.process_time() - started) / 60:.2f} CPU minutes")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""Cross-validating cost models side by side: the same program-grouped folds for every model, the noise floor of
+repeated configurations, and the whole loop through the CLI into a real database file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.errors import UserError
+from engine.surrogates.costmodel.baselines import CompilerDefault
+from engine.surrogates.costmodel.evaluate import cross_validate, noise_floor
+from engine.surrogates.costmodel.graph import TensorGraph
+from storage import Store
+from storage.costmodel import evaluation_predictions
+from tests.conftest import run_cli
+
+
+def _graph(name: str, program: str, runtime: list[float], config: list[list[float]], default: int | None = 0) -> TensorGraph:
+    n = 3
+    return TensorGraph(name=name, program=program, task="tile", opcodes=np.array(["parameter", "exp", "add"]),
+                       node_feat=np.ones((n, 1), np.float32), feat_names=("dim_product",),
+                       edges=np.array([[1, 0], [2, 1]]), node_splits=np.array([0]),
+                       config_feat=np.asarray(config, np.float32), runtime=np.asarray(runtime, float), default=default)
+
+
+def test_the_noise_floor_comes_from_configurations_measured_twice() -> None:
+    twice = _graph("a", "p", [100.0, 120.0, 300.0, float("nan")], [[1], [1], [2], [2]])
+    once = _graph("b", "q", [1.0, 2.0], [[1], [2]])
+    floor = noise_floor([twice, once])
+    assert floor["repeated"] == 1 and floor["median_log_ratio"] == pytest.approx(np.log(1.2))
+    assert noise_floor([once]) == {}
+
+
+def test_every_model_is_scored_on_the_same_held_out_programs() -> None:
+    graphs = [_graph(f"k{i}", f"p{i % 4}", [1.0 + i % 3, 2.5, 3.0 + i], [[1], [2], [3]], default=i % 3) for i in range(8)]
+    result = cross_validate(graphs, ["default", "gbdt"], folds=4, seeds=[0, 1], params={"gbdt": {"max_iter": 5}})
+    scores = result.scores
+    assert set(scores["model"]) == {"default", "gbdt"} and len(scores) == 2 * 2 * 8  # models × seeds × graphs
+    for (_, seed), rows in scores.groupby(["model", "seed"]):
+        assert sorted(rows["graph"]) == sorted(g.name for g in graphs)  # each graph held out once per seed
+        assert (rows.groupby("program")["fold"].nunique() == 1).all()  # a program is never split
+    folds_of = scores.groupby(["seed", "graph"])["fold"].nunique()
+    assert (folds_of == 1).all()  # both models saw the same split of a seed
+    default = scores[scores["model"] == "default"]
+    best = {g.name: int(np.nanargmin(g.runtime)) == g.default for g in graphs}
+    assert ((default["slowdown_1"] == 1.0) == default["graph"].map(best)).all()
+    assert len(result.predictions) == 2 * 2 * 8 * 3 and set(result.table["model"]) == {"default", "gbdt"}
+
+
+def test_bad_requests_are_one_line_errors() -> None:
+    graphs = [_graph("a", "p", [1.0, 2.0], [[1], [2]]), _graph("b", "q", [1.0, 2.0], [[1], [2]])]
+    for models, message in ((["roofline"], "does not apply to the tile task"), (["xgb"], "'xgb' is not one of"),
+                            ([], "name at least one")):
+        with pytest.raises(UserError, match=message):
+            cross_validate(graphs, models, folds=2, seeds=[0])
+    with pytest.raises(UserError, match="seeds"):
+        cross_validate(graphs, ["default"], folds=2, seeds=[-1])
+    with pytest.raises(UserError, match="no run is marked"):
+        CompilerDefault().fit(graphs).predict(_graph("c", "r", [1.0], [[1]], default=None))
+
+
+def test_the_cli_evaluates_the_real_tpu_kernels_and_stores_every_prediction(data: Path, tmp_path: Path) -> None:
+    db = tmp_path / "t.duckdb"
+    out = run_cli("costmodel", "evaluate", "--models", "heuristic,gbdt,default", "--seeds", "0", "--folds", "3",
+                  "--params", '{"gbdt": {"max_iter": 20}}', "--json", db=db, check=True)
+    done = json.loads(out.stdout)
+    table = {row["model"]: row for row in done["models"]}
+    assert set(table) == {"heuristic", "gbdt", "default"} and all(row["graphs"] == 15 for row in table.values())
+    assert all(0 < row["tau"] <= 1 and 1 <= row["slowdown_1"] < 3 for row in table.values())
+    assert done["noise"]["repeated"] >= 1
+    with Store(db) as store:
+        rows = evaluation_predictions(store, done["evaluation"])
+    assert len(rows) == 3 * 754 and rows["runtime"].isna().sum() == 3 * 2  # every run, the 2 error runs kept as NaN
+    for args, message in ((["--models", "roofline"], "does not apply to the tile task"),
+                          (["--data", str(tmp_path / "nowhere")], "neither a folder"),
+                          (["--seeds", "a"], "--seeds"), (["--params", '{"gbdt": 3}'], "--params")):
+        result = run_cli("costmodel", "evaluate", *args, db=db)
+        assert result.returncode != 0 and message in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
+def test_a_trained_gnn_is_kept_beside_the_database(data: Path, tmp_path: Path) -> None:
+    pytest.importorskip("torch_geometric")
+    db = tmp_path / "t.duckdb"
+    params = '{"hidden": 8, "epochs": 2, "graphs_per_step": 4}'
+    out = json.loads(run_cli("costmodel", "train", "--name", "tiny", "--params", params, "--json", db=db, check=True).stdout)
+    assert out["graphs"] == 15 and (Path(out["folder"]) / "model.pt").is_file()
+    again = run_cli("costmodel", "train", "--name", "tiny", db=db)
+    assert again.returncode != 0 and "exists already" in again.stderr
+    bad = run_cli("costmodel", "train", "--name", "x", "--params", '{"hidden": 0}', db=db)
+    assert bad.returncode != 0 and "hidden" in bad.stderr and "Traceback" not in bad.stderr
