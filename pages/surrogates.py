@@ -1,18 +1,21 @@
 """Surrogates: DiffTune's foundation, Tunelab's llvm-mca-like simulator (one block; accuracy against llvm-mca or this
-CPU's measurements), and DiffTune's learning of its parameter table (data sets, surrogates, experiments)."""
+CPU's measurements), DiffTune's learning of its parameter table (data sets, surrogates, experiments), and the learned
+cost model of tensor programs (Kaufman et al.: the GNN beside its baselines, per kernel)."""
 
 import streamlit as st
 
-from app import difftune_learning_view, difftune_simulator_view
+from app import costmodel_view, difftune_learning_view, difftune_simulator_view
 from app.state import get_store
 
-SECTIONS = {"Simulator": difftune_simulator_view.render, "DiffTune learning": difftune_learning_view.render}
+SECTIONS = {"Simulator": difftune_simulator_view.render, "DiffTune learning": difftune_learning_view.render,
+            "Cost model": costmodel_view.render}
 
 store = get_store()
 st.title("Surrogates")
 st.caption("DiffTune learns a CPU simulator's parameters from measured basic-block throughputs. Its foundation: "
            "Tunelab's llvm-mca-like simulator with explicit parameter tables, and blocks measured on this CPU "
-           "(`tunelab blocks measure`). Cycles are per 100 iterations of the block, BHive's unit.")
+           "(`tunelab blocks measure`). Cycles are per 100 iterations of the block, BHive's unit. The cost model learns "
+           "to rank the tile configurations of TPU kernels from their graphs (Kaufman et al.), beside its baselines.")
 section = st.segmented_control("Section", list(SECTIONS), default="Simulator", required=True, key="sg_section",
                                label_visibility="collapsed", bind="query-params")
 SECTIONS[section or "Simulator"](store)

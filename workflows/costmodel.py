@@ -14,20 +14,23 @@ import pandas as pd
 from engine.errors import UserError, brief
 from engine.surrogates.costmodel.evaluate import CrossValidation, cross_validate, fit_model, make_model
 from engine.surrogates.costmodel.graph import TensorGraph
-from engine.surrogates.costmodel.readers import read_folder, real_tpu_tiles
+from engine.surrogates.costmodel.readers import read_folder, real_tpu_layout, real_tpu_tiles
 from engine.surrogates.difftune.measure import cpu_identity
 from storage import Store
 from storage.costmodel import evaluation_predictions, evaluations, model, models, save_evaluation, save_model
 from workflows.difftune_dataset import check_name
 
 #: Data sets known by name; anything else is a folder of ``.npz`` graphs.
-DATA_SETS = {"tpu-tiles": "the 15 real TPU v3 kernels of the data folder (tile task, 754 runs)"}
+DATA_SETS = {"tpu-tiles": "the 15 real TPU v3 kernels of the data folder (tile task, 754 runs)",
+             "tpu-layout": "the real TPU v3 layout module of the data folder (122 configurations of one program)"}
 
 
 def load_graphs(data: str) -> list[TensorGraph]:
     """A named data set or a folder of ``.npz`` graphs (one task)."""
     if data == "tpu-tiles":
         return real_tpu_tiles()
+    if data == "tpu-layout":
+        return [real_tpu_layout()]
     if not Path(data).is_dir():
         raise UserError(f"data: {brief(data)} is neither a folder of .npz graphs nor one of {', '.join(DATA_SETS)}")
     return read_folder(data)
@@ -49,6 +52,7 @@ def evaluate(store: Store, data: str, models_: Sequence[str], *, folds: int = 5,
     result = cross_validate(graphs, models_, folds=folds, seeds=seeds, params=params, progress=progress)
     identity = cpu_identity()
     summary = {"models": result.table.to_dict("records"), "seconds": result.seconds, "noise": result.noise,
+               "protocol": result.protocol,
                "folds": folds, "seeds": list(seeds), "params": {k: dict(v) for k, v in (params or {}).items()},
                "graphs": len(graphs), "programs": len({g.program for g in graphs}),
                "scores": result.scores.to_dict("records"), "cpu": identity.model_name, "cpu_id": identity.short_id}

@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
     e = actions.add_parser("evaluate", help="program-grouped cross-validation of models on the same folds, stored")
-    e.add_argument("--data", default="tpu-tiles", help="tpu-tiles (the real TPU kernels) or a folder of .npz graphs")
+    e.add_argument("--data", default="tpu-tiles", help="tpu-tiles or tpu-layout (real TPU data) or a folder of .npz graphs")
     e.add_argument("--models", default=MODELS, help=f"comma-separated (default {MODELS}; roofline for absolute data)")
     e.add_argument("--folds", type=int, default=5, action=bounded(2, 1000), help="folds (capped at the programs)")
     e.add_argument("--seeds", default="0,1,2", help="comma-separated seeds: each reshuffles the folds and the models")
@@ -74,10 +74,13 @@ def _evaluate(args: argparse.Namespace) -> int:
     floor = (f"noise floor: {int(noise['repeated'])} configurations measured twice or more differ by a median "
              f"{noise['median_log_ratio']:.1%} (log ratio), at most {noise['max_log_ratio']:.1%}" if noise else
              "noise floor: no configuration was measured twice")
-    text = [f"evaluation {done.id} on {args.data}: {args.folds} folds × seeds {seeds}, {done.seconds:.0f} s",
+    held_out = "whole programs held out" if done.result.protocol == "programs" else \
+        "one program: its configurations split into folds"
+    text = [f"evaluation {done.id} on {args.data} ({held_out}): {args.folds} folds × seeds {seeds}, {done.seconds:.0f} s",
             table.to_string(index=False, float_format=lambda v: f"{v:.3f}"), floor,
             "CPU seconds fitting and predicting: " + ", ".join(f"{k} {v:.1f}" for k, v in done.result.seconds.items())]
-    emit({"evaluation": done.id, "models": table, "noise": noise, "seconds": done.result.seconds}, args.json, "\n".join(text))
+    emit({"evaluation": done.id, "protocol": done.result.protocol, "models": table, "noise": noise,
+          "seconds": done.result.seconds}, args.json, "\n".join(text))
     return 0
 
 

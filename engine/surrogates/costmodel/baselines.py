@@ -217,8 +217,7 @@ class CompilerDefault:
 
     def predict(self, graph: TensorGraph) -> np.ndarray:
         _fitted(self, "fitted_")
-        if graph.default is None:
-            raise UserError(f"graph {graph.name!r}: no run is marked as the compiler's default")
         scores = np.ones(len(graph.runtime))
-        scores[graph.default] = 0.0
+        if graph.default is not None:  # else no preference: a fold of configurations without the default run
+            scores[graph.default] = 0.0
         return scores

@@ -22,7 +22,7 @@ import pandas as pd
 from engine.errors import UserError, brief
 from engine.surrogates.costmodel.graph import TensorGraph
 from engine.surrogates.costmodel.metrics import TOP_K, score_table, summary
-from engine.surrogates.costmodel.splits import group_folds, train_val_test
+from engine.surrogates.costmodel.splits import config_folds, group_folds, train_val_test
 
 #: Which models make sense for which task.
 MODELS: dict[str, tuple[str, ...]] = {"gnn": ("tile", "layout", "absolute"), "gbdt": ("tile", "layout", "absolute"),
@@ -69,14 +69,15 @@ def fit_model(name: str, model: Any, graphs: Sequence[TensorGraph], seed: int,
 @dataclass(frozen=True)
 class CrossValidation:
     """Per-graph scores (one row per model, seed, fold and test graph), per-configuration predictions, the summary
-    per model (mean over seeds of the overall figures, with the spread across seeds), fit seconds per model and
-    the noise floor of the data."""
+    per model (mean over seeds of the overall figures, with the spread across seeds), fit seconds per model, the
+    noise floor of the data and the protocol (:func:`protocol`)."""
 
     scores: pd.DataFrame
     predictions: pd.DataFrame
     table: pd.DataFrame
     seconds: dict[str, float]
     noise: dict[str, float]
+    protocol: str
 
 
 def cross_validate(graphs: Sequence[TensorGraph], models: Sequence[str], *, folds: int = 5, seeds: Sequence[int] = (0, 1, 2),
@@ -88,8 +89,7 @@ def cross_validate(graphs: Sequence[TensorGraph], models: Sequence[str], *, fold
     score_rows, prediction_rows = [], []
     seconds = dict.fromkeys(models, 0.0)
     for seed in seeds:
-        for fold, (train, test) in enumerate(group_folds(graphs, folds, int(seed))):
-            training, held_out = [graphs[i] for i in train], [graphs[i] for i in test]
+        for fold, (training, held_out, runs) in enumerate(_splits(graphs, folds, int(seed))):
             for name in models:
                 say(f"seed {seed}, fold {fold + 1}: {name} on {len(training)} graphs, testing on {len(held_out)}")
                 started = time.process_time()
@@ -97,10 +97,30 @@ def cross_validate(graphs: Sequence[TensorGraph], models: Sequence[str], *, fold
                 predicted = [np.asarray(model.predict(g), dtype=float) for g in held_out]
                 seconds[name] += time.process_time() - started
                 score_rows.append(score_table(held_out, predicted).assign(model=name, seed=int(seed), fold=fold))
-                prediction_rows += [_predictions(g, p, name, int(seed), fold) for g, p in zip(held_out, predicted)]
+                prediction_rows += [_predictions(g, p, name, int(seed), fold, runs) for g, p in zip(held_out, predicted)]
     scores = pd.concat(score_rows, ignore_index=True)
     return CrossValidation(scores, pd.concat(prediction_rows, ignore_index=True), model_table(scores), seconds,
-                           noise_floor(graphs))
+                           noise_floor(graphs), protocol(graphs))
+
+
+def protocol(graphs: Sequence[TensorGraph]) -> str:
+    """``programs`` (whole programs held out) or, with a single program, ``configurations`` (its configurations
+    split into folds; the graph itself was seen in training, so this is the weaker test)."""
+    return "programs" if len({g.program for g in graphs}) > 1 else "configurations"
+
+
+Split = tuple[list[TensorGraph], list[TensorGraph], np.ndarray | None]
+
+
+def _splits(graphs: list[TensorGraph], folds: int, seed: int) -> list[Split]:
+    """(training graphs, held-out graphs, the held-out runs' indices in the original graph when configurations
+    were split)."""
+    if protocol(graphs) == "programs":
+        return [([graphs[i] for i in train], [graphs[i] for i in test], None) for train, test in group_folds(graphs, folds, seed)]
+    if len(graphs) != 1:
+        raise UserError(f"graphs: {len(graphs)} graphs of one program; configuration folds take a single graph")
+    graph = graphs[0]
+    return [([graph.with_runs(train)], [graph.with_runs(test)], test) for train, test in config_folds(graph, folds, seed)]
 
 
 def _check(graphs: list[TensorGraph], models: Sequence[str], seeds: Sequence[int]) -> list[str]:
@@ -123,9 +143,11 @@ def _check(graphs: list[TensorGraph], models: Sequence[str], seeds: Sequence[int
     return chosen
 
 
-def _predictions(graph: TensorGraph, predicted: np.ndarray, model: str, seed: int, fold: int) -> pd.DataFrame:
+def _predictions(graph: TensorGraph, predicted: np.ndarray, model: str, seed: int, fold: int,
+                 runs: np.ndarray | None) -> pd.DataFrame:
+    config = np.arange(len(graph.runtime)) if runs is None else runs
     return pd.DataFrame({"model": model, "seed": seed, "fold": fold, "graph": graph.name, "program": graph.program,
-                         "config": np.arange(len(graph.runtime)), "runtime": graph.runtime, "prediction": predicted})
+                         "config": config, "runtime": graph.runtime, "prediction": predicted})
 
 
 def model_table(scores: pd.DataFrame) -> pd.DataFrame:

@@ -9,7 +9,7 @@ a failed run as the fastest one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -86,6 +86,15 @@ class TensorGraph:
     def relative_runtime(self) -> np.ndarray:
         """What configurations of this graph are ranked by: runtime ÷ normalizer when there is one."""
         return self.runtime if self.normalizer is None else self.runtime / self.normalizer
+
+    def with_runs(self, runs: np.ndarray) -> TensorGraph:
+        """The same graph with only the configurations ``runs`` (indices, in that order): how the configurations
+        of a single program are split when there is no other program to hold out."""
+        runs = np.asarray(runs, dtype=np.int64)
+        kept = None if self.default is None else np.flatnonzero(runs == self.default)
+        return replace(self, config_feat=self.config_feat[runs], runtime=self.runtime[runs],
+                       normalizer=None if self.normalizer is None else self.normalizer[runs],
+                       default=int(kept[0]) if kept is not None and len(kept) else None)
 
 
 def check_node_ids(what: str, ids: np.ndarray, n: int) -> None:

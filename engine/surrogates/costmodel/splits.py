@@ -46,6 +46,18 @@ def group_folds(graphs: Sequence[TensorGraph], k: int = 5, seed: int = 0) -> lis
     return [(np.setdiff1d(every, test), test) for test in tests]
 
 
+def config_folds(graph: TensorGraph, k: int = 5, seed: int = 0) -> list[Fold]:
+    """``k`` (train, test) splits of one graph's *configurations*, seeded: the only held-out test a single program
+    allows (a layout module's configurations). Weaker than a program split, and reported as such."""
+    if not isinstance(k, int | np.integer) or k < 2:
+        raise UserError(f"k must be an integer ≥ 2, got {brief(k)}")
+    runs = len(graph.runtime)
+    if runs < 2 * k:
+        raise UserError(f"graph {graph.name!r}: {runs} configurations cannot make {k} folds of at least 2")
+    order = np.random.default_rng(seed).permutation(runs)
+    return [(np.sort(np.setdiff1d(order, test)), np.sort(test)) for test in np.array_split(order, int(k))]
+
+
 def train_val_test(graphs: Sequence[TensorGraph], seed: int = 0,
                    fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Graph indices of training, validation and test programs. ``fractions`` are shares of the *programs*
