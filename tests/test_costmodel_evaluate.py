@@ -39,7 +39,7 @@ def test_every_model_is_scored_on_the_same_held_out_programs() -> None:
     result = cross_validate(graphs, ["default", "gbdt"], folds=4, seeds=[0, 1], params={"gbdt": {"max_iter": 5}})
     scores = result.scores
     assert set(scores["model"]) == {"default", "gbdt"} and len(scores) == 2 * 2 * 8  # models × seeds × graphs
-    for (_, seed), rows in scores.groupby(["model", "seed"]):
+    for _, rows in scores.groupby(["model", "seed"]):
         assert sorted(rows["graph"]) == sorted(g.name for g in graphs)  # each graph held out once per seed
         assert (rows.groupby("program")["fold"].nunique() == 1).all()  # a program is never split
     folds_of = scores.groupby(["seed", "graph"])["fold"].nunique()
