@@ -10,6 +10,7 @@ from typing import Any
 
 from app.cli._common import add_json, bounded, open_store
 from app.cli._output import emit
+from app.cli.costmodel_generate import register_generate
 
 MODELS = "gnn,gbdt,heuristic,default"
 
@@ -34,6 +35,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     t.add_argument("--seed", type=int, default=0, action=bounded(0, 2**31 - 1))
     add_json(t)
     t.set_defaults(func=_train)
+    register_generate(actions)
 
 
 def _params(text: str | None, nested: bool) -> dict[str, Any]:
