@@ -287,7 +287,7 @@ class CostModel:
         Each distinct configuration is scored once: runs of one configuration (real kernels repeat them) then tie
         exactly, rather than by the last bits of a batched matrix product, which metrics would read as an order.
         """
-        self.net_.eval()
+        self.net_.train(False)  # inference mode (torch), as DiffTune's learning does
         if not len(encoded.configs):
             return np.zeros(0)
         _, runs, inverse = np.unique(encoded.configs.flatten(1).numpy(), axis=0, return_index=True, return_inverse=True)
