@@ -11,8 +11,7 @@ from __future__ import annotations
 import argparse
 import time
 
-import torch
-
+from engine.surrogates._torch import torch
 from engine.surrogates.costmodel.evaluate import cross_validate, fit_model, make_model
 from engine.surrogates.costmodel.readers import real_tpu_tiles
 from engine.surrogates.difftune.measure import cpu_identity

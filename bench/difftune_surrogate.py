@@ -14,8 +14,8 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pandas as pd
-import torch
 
+from engine.surrogates._torch import torch
 from engine.surrogates.difftune import bhive
 from engine.surrogates.difftune.decode import Block, decode_blocks
 from engine.surrogates.difftune.defaults import default_table

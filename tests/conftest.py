@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import socket
@@ -19,6 +21,11 @@ BROWSER_TIMEOUT_MS = 60_000
 
 # Pages hide exception details from users (.streamlit/config.toml); tests want to read them.
 os.environ.setdefault("STREAMLIT_CLIENT_SHOW_ERROR_DETAILS", "full")
+
+# torch (a test extra) loaded as Tunelab loads it, before any test module imports it: its OpenMP threads then
+# sleep instead of spinning against the other test worker (engine/surrogates/_torch.py says why).
+with contextlib.suppress(ImportError):
+    import engine.surrogates._torch  # noqa: F401
 
 
 @pytest.fixture
@@ -133,3 +140,18 @@ def kill_after(command: list[str], lines: int, parse) -> list:
     writer.wait(timeout=30)
     assert writer.returncode == -signal.SIGKILL, "the writer finished before it could be killed"
     return collected
+
+
+def cli(*args: str, db: Path | None = None) -> subprocess.CompletedProcess:
+    """``tunelab`` run in this process (the same ``main``, minus the interpreter start-up and imports): for
+    the many refusals and follow-up commands a test checks once a real command has run."""
+    from app.cli import main
+
+    argv = (["--db", str(db)] if db else []) + list(args)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = main(argv)
+        except SystemExit as exc:  # argparse refusals
+            status = exc.code
+    return subprocess.CompletedProcess(argv, status, out.getvalue(), err.getvalue())

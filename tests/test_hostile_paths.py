@@ -4,8 +4,6 @@ command is one line. Real files, real DuckDB databases, the real ``tunelab`` com
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import signal
@@ -23,25 +21,10 @@ from engine.io.paths import REPO_ROOT
 from engine.space.factors import Factor, Space
 from engine.study import StudySpec
 from storage import Store
-from tests.conftest import run_cli
+from tests.conftest import cli, run_cli
 
 SPACE = Space([Factor("a", "ordinal", (1, 2, 3)), Factor("b", "ordinal", (1, 2))])
 RUNNER = {"kind": "command", "command": [sys.executable, "-c", "print('time: 1')"], "metric": {"regex": r"time: (\S+)"}}
-
-
-def cli(*args: str, db: Path | None = None) -> subprocess.CompletedProcess:
-    """``tunelab`` run in this process (the same ``main``, minus the interpreter start-up): for the
-    many refusals a test checks; each test also runs the real command at least once."""
-    from app.cli import main
-
-    argv = (["--db", str(db)] if db else []) + list(args)
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = main(argv)
-        except SystemExit as exc:  # argparse refusals
-            status = exc.code
-    return subprocess.CompletedProcess(argv, status, out.getvalue(), err.getvalue())
 
 
 def one_line(result: subprocess.CompletedProcess, *needles: str) -> str:

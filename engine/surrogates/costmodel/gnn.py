@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch
-from torch import nn
+
+from engine.surrogates._torch import nn, torch  # before torch_geometric loads torch
+
+# isort: split
 from torch_geometric.data import Batch, Data
 from torch_geometric.nn import SAGEConv, global_add_pool, global_max_pool, global_mean_pool
 from torch_geometric.utils import to_undirected

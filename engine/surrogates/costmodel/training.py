@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 from engine.errors import UserError, brief
+from engine.surrogates._torch import F, torch
 from engine.surrogates.costmodel.features import check_graphs
 from engine.surrogates.costmodel.gnn import AGGREGATIONS, JOINS, POOLS, CostNet, EncodedGraph, Featurizer, make_batch
 from engine.surrogates.costmodel.graph import TensorGraph

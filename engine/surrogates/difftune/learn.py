@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 
 from engine.errors import UserError, brief
+from engine.surrogates._torch import torch
 from engine.surrogates.difftune.decode import Block
 from engine.surrogates.difftune.params import N_SLOTS, OpParams, ParamTable
 from engine.surrogates.difftune.sampling import sample_table

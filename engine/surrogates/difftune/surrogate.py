@@ -24,9 +24,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-import torch
-from torch import nn
 
+from engine.surrogates._torch import nn, torch
 from engine.surrogates.difftune.decode import Block
 from engine.surrogates.difftune.params import N_SLOTS, ParamTable
 from engine.surrogates.difftune.tokens import Vocabulary
