@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -214,6 +215,9 @@ def test_a_written_sample_reads_back_through_read_graph(tmp_path):
         assert raw["config_small"].tolist() == [1, 0, 0]  # under 50 µs: flagged, kept
         assert raw["config_repeats_ns"].shape == (3, 2, 2) and str(raw["cpu_model"]) == "Test CPU"
         assert raw["config_unstable"].tolist() == [0, 0, 0]
+    absolute = tmp_path / "dag.npz"
+    write_npz(absolute, sample_arrays(replace(_sample([30e3], default=0), task="absolute"), Protocol(repeats=2, retries=0)))
+    assert read_graph(absolute).task == "absolute"
 
 
 def test_a_failed_write_leaves_no_file(tmp_path, monkeypatch):

@@ -248,6 +248,7 @@ _TILE_CASES = [
     ("program array", lambda a: a | {"program": np.array(["a", "b"])}, "field 'program' has shape (2,), expected 0 dimensions"),
     ("splits", lambda a: a | {"node_splits": np.array([0, 3, 2])}, "node_splits must start at 0 and increase"),
     ("both configurations", lambda a: a | {"node_config_feat": np.ones((3, 1, 18))}, "needs exactly one of the fields"),
+    ("task", lambda a: a | {"task": np.array("layout")}, "field 'task' is 'layout': a file with 'config_feat' holds the 'tile' or"),
 ]
 _LAYOUT_CASES = [
     ("config ids missing", lambda a: {k: v for k, v in a.items() if k != "node_config_ids"}, "missing field 'node_config_ids'"),

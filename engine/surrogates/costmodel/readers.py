@@ -148,7 +148,7 @@ def _graph(arrays: dict[str, np.ndarray], name: str, program: str | None) -> Ten
     return TensorGraph(
         name=name,
         program=program or _program(arrays) or name,
-        task="layout" if layout else "tile",
+        task="layout" if layout else _task(arrays),
         opcodes=opcodes,
         node_feat=node_feat,
         feat_names=_names(arrays, "node_feat_names", node_feat.shape[1], _generic("f", node_feat.shape[1])),
@@ -240,6 +240,14 @@ def _config_nodes(arrays: dict[str, np.ndarray], splits: np.ndarray, n: int) -> 
     check_node_ids("field 'config_index_to_node_id'", proto_order, n)
     entry = splits[1] if len(splits) > 1 else n
     return (proto_order + entry) % n
+
+
+def _task(arrays: dict[str, np.ndarray]) -> str:
+    """A file with one configuration vector per run: ``tile`` unless it says ``absolute`` (Tunelab's generator)."""
+    task = str(_field(arrays, "task", 0, _TEXT)) if "task" in arrays else "tile"
+    if task not in ("tile", "absolute"):
+        raise UserError(f"field 'task' is {brief(task)}: a file with 'config_feat' holds the 'tile' or 'absolute' task")
+    return task
 
 
 def _program(arrays: dict[str, np.ndarray]) -> str | None:
