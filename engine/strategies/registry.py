@@ -20,12 +20,13 @@ from engine.strategies.linear_model import LinearModelSearch
 from engine.strategies.options import Option, json_text, resolve, shown
 from engine.strategies.optuna_tpe import OptunaTPE
 from engine.strategies.optuna_tpe import available as optuna_available
+from engine.strategies.prefilter import CostModelPrefilter
 from engine.strategies.random_search import RandomSearch
 
 STRATEGIES: dict[str, type[Strategy]] = {
     cls.name: cls
     for cls in (RandomSearch, LatinHypercube, GreedySearch, GreedyRestarts, Genetic, LinearModelSearch,
-                DOptimal, DLMT, BayesianOptimization, OptunaTPE)
+                DOptimal, DLMT, BayesianOptimization, OptunaTPE, CostModelPrefilter)
 }
 
 

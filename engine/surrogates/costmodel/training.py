@@ -264,6 +264,27 @@ class CostModel:
         defined = [v for v in values if not math.isnan(v)]
         return float(np.mean(defined)) if defined else math.nan
 
+    def refine(self, graph: TensorGraph, passes: int = 10) -> CostModel:
+        """``passes`` gradient steps on one graph's valid runs, from the fitted weights: the online refit of a
+        tuner that ranks a program's configurations with the model and measures the best-ranked (AutoTVM refits
+        its model on each program's measurements the same way). Needs two valid runs to rank (one, absolute)."""
+        if not hasattr(self, "net_"):
+            raise UserError("CostModel is not fitted: call fit() or CostModel.load() first")
+        if isinstance(passes, bool) or not isinstance(passes, int) or passes < 0:
+            raise UserError(f"passes={brief(passes)}: expected an integer ≥ 0")
+        self._check_compatible([graph], "graph")
+        if passes == 0:
+            return self
+        (_, target, runs), = self._learnable([graph])
+        item = _Item(self.featurizer_.encode(graph), target, runs)
+        device = next(self.net_.parameters()).device
+        optimizer = torch.optim.Adam(self.net_.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        rng = np.random.RandomState(self.seed)
+        loss = self._loss()
+        for _ in range(passes):
+            self._epoch([item], optimizer, loss, rng, device)
+        return self
+
     # -- prediction ----------------------------------------------------------------------------------------------
 
     def predict(self, graph: TensorGraph) -> np.ndarray:

@@ -1,0 +1,91 @@
+"""The cost model as a tuner's pre-filter (issue 15, item 6): measurements needed to get within 5% of a program's
+best configuration, PF against RS, BO and DLMT, on programs of the generated tile task the model never saw.
+
+The GNN is trained (default settings) on the other folds' programs; each held-out program's measured table is
+replayed ``--reps`` times per strategy (``engine.compare``: one measurement = one distinct configuration, the
+budget is every configuration of the program). A run that never gets within the threshold counts the whole
+table plus one. Per program, the median over repetitions; reported: the median and mean over programs, and the
+ratios to PF.
+
+Usage: python bench/prefilter.py --data FOLDER [--fold 0] [--folds 5] [--reps 50] [--strategies RS,BO,DLMT,PF]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from engine.compare.replay import BenchTable
+from engine.compare.run import run_benchmark
+from engine.surrogates._torch import torch
+from engine.surrogates.costmodel.evaluate import fit_model, make_model
+from engine.surrogates.costmodel.readers import read_graph
+from engine.surrogates.costmodel.splits import group_folds
+from engine.surrogates.costmodel.tables import graph_table
+from engine.surrogates.difftune.measure import cpu_identity
+
+
+def measurements_to(trace: list[float], threshold: float) -> int:
+    """Measurements until the best found is within ``threshold`` of the optimum (len + 1 when never)."""
+    hit = np.flatnonzero(np.asarray(trace, dtype=float) <= threshold)
+    return int(hit[0]) + 1 if len(hit) else len(trace) + 1
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True, help="folder of generated tile .npz files")
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--fold", type=int, default=0, help="which fold's programs are held out")
+    parser.add_argument("--reps", type=int, default=50)
+    parser.add_argument("--strategies", default="RS,BO,DLMT,PF")
+    parser.add_argument("--threshold", type=float, default=1.05)
+    parser.add_argument("--refit", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", help="write the per-program medians here (JSON)")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    paths = sorted(Path(args.data).glob("*.npz"))
+    graphs = [read_graph(p) for p in paths]
+    train, test = group_folds(graphs, args.folds, args.seed)[args.fold]
+    identity = cpu_identity()
+    print(f"CPU {identity.model_name} ({identity.short_id}), torch {torch.__version__} on 1 thread; {len(graphs)} programs, "
+          f"{len(train)} to train on, {len(test)} held out; {args.reps} reps; within {args.threshold:g}× of the best")
+    started = time.process_time()
+    model = fit_model("gnn", make_model("gnn", args.seed), [graphs[i] for i in train], args.seed)
+    print(f"GNN trained in {(time.process_time() - started) / 60:.2f} CPU minutes")
+    strategies = args.strategies.split(",")
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        model_file = Path(folder) / "model.pt"
+        model.save(model_file)
+        for n, i in enumerate(test):
+            spec, table = graph_table(graphs[i], paths[i].stem)
+            bench = BenchTable(spec, table, source=paths[i].name)
+            size = len(table)
+            options = {"PF": {"model": str(model_file), "graph": str(paths[i]), "refit": args.refit}}
+            comparison = run_benchmark(bench, strategies, reps=args.reps, budget=size, seed=args.seed, options=options)
+            for name, runs in comparison.runs.groupby("strategy"):
+                needed = [measurements_to(t, args.threshold) for t in runs["trace"]]
+                rows.append({"program": paths[i].stem, "configurations": size, "strategy": name,
+                             "median": float(np.median(needed)), "mean": float(np.mean(needed))})
+            print(f"\r{n + 1}/{len(test)} programs", end="", flush=True)
+    print()
+    frame = pd.DataFrame(rows)
+    per = frame.pivot(index="program", columns="strategy", values="median")[strategies]
+    summary = pd.DataFrame({"median over programs": per.median(), "mean over programs": per.mean()})
+    if "PF" in per:
+        summary["mean ratio to PF"] = per.mean() / per["PF"].mean()
+    print(summary.to_string(float_format=lambda v: f"{v:.2f}"))
+    print(f"configurations per program: median {frame.groupby('program')['configurations'].first().median():.0f}")
+    if args.out:
+        Path(args.out).write_text(json.dumps({"summary": summary.reset_index().to_dict("records"), "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
