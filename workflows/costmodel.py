@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from engine.errors import UserError, brief
+from engine.study import check_study_name
 from engine.surrogates.costmodel.evaluate import CrossValidation, cross_validate, fit_model, make_model
 from engine.surrogates.costmodel.graph import TensorGraph
-from engine.surrogates.costmodel.readers import read_folder, real_tpu_layout, real_tpu_tiles
+from engine.surrogates.costmodel.readers import read_folder, read_graph, real_tpu_layout, real_tpu_tiles
+from engine.surrogates.costmodel.tables import graph_table
 from engine.surrogates.difftune.measure import cpu_identity
 from storage import Store
 from storage.costmodel import evaluation_predictions, evaluations, model, models, save_evaluation, save_model
@@ -107,3 +109,33 @@ def train(store: Store, data: str, name: str, *, kind: str = "gnn", params: Mapp
 
 def trained_models(store: Store) -> pd.DataFrame:
     return models(store)
+
+
+@dataclass(frozen=True)
+class GraphStudy:
+    name: str
+    graph: str
+    factors: list[str]
+    configurations: int
+    best: float
+
+
+def graph_study(store: Store, graph_file: str, name: str) -> GraphStudy:
+    """A tile graph file's measured configurations as a table study: Compare and ``tunelab bench`` replay RS, BO,
+    DLMT on it, and PF with the cost model and this file as its options."""
+    if check_study_name(name) in store.study_names():
+        raise UserError(f"name: study {brief(name)} already exists; pick another name or delete it first")
+    path = Path(graph_file).expanduser().resolve()
+    spec, table = graph_table(read_graph(path), name)
+    spec = replace(spec, runner={**spec.runner, "graph": str(path)})
+    store.create_study(spec, table)
+    return GraphStudy(name, str(path), list(spec.space.names), len(table), float(table["value"].min()))
+
+
+def model_file(store: Store, name: str) -> Path:
+    """The checkpoint of a stored cost model (what PF's ``model`` option names)."""
+    row = model(store, name)
+    if row is None:
+        raise UserError(f"model: no cost model named {brief(name)} (tunelab costmodel train makes one)")
+    folder = Path(row["folder"])
+    return (folder if folder.is_absolute() else Path(store.path).parent / folder) / "model.pt"

@@ -35,6 +35,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     t.add_argument("--seed", type=int, default=0, action=bounded(0, 2**31 - 1))
     add_json(t)
     t.set_defaults(func=_train)
+    s = actions.add_parser("study", help="a tile graph file's measured configurations as a table study (for bench, Compare, PF)")
+    s.add_argument("graph", help="a tile .npz graph file (e.g. one of data/costmodel/tile)")
+    s.add_argument("--name", required=True, help="study name")
+    s.add_argument("--model", help="a trained cost model: print the tunelab bench line that runs PF with it")
+    add_json(s)
+    s.set_defaults(func=_study)
     register_generate(actions)
 
 
@@ -98,4 +104,22 @@ def _train(args: argparse.Namespace) -> int:
     emit({**asdict(done), "folder": str(done.folder)}, args.json,
          f"cost model '{done.name}' trained on {done.graphs} graphs in {done.seconds / 60:.1f} CPU minutes; "
          f"checkpoint in {done.folder}")
+    return 0
+
+
+def _study(args: argparse.Namespace) -> int:
+    import json
+
+    from workflows.costmodel import graph_study, model_file
+
+    with open_store(args) as store:
+        pf = {"model": str(model_file(store, args.model))} if args.model else None
+        done = graph_study(store, args.graph, args.name)
+    text = (f"table study '{done.name}': {done.configurations} configurations of {', '.join(done.factors)} "
+            f"from {done.graph}; best {done.best:,.0f} ns")
+    if pf is not None:
+        pf["graph"] = done.graph
+        text += ("\nreplay PF beside RS and BO: tunelab bench --table " + done.name + " --strategies RS,BO,PF --budget "
+                 f"{done.configurations} --options '{json.dumps({'PF': pf})}'")
+    emit({**asdict(done), "pf_options": pf}, args.json, text)
     return 0
