@@ -22,11 +22,11 @@ def _numbers(field: Mapping[str, Any], number: Callable[[Any], _N]) -> tuple[_N 
     return low, high, default
 
 
-def option_widgets(strategy: str, key: str) -> dict[str, Any]:
-    """One widget per option, pre-filled with its default; returns the values by option name
-    (turn them into options with :func:`engine.strategies.from_form`, which checks them)."""
+def option_widgets(strategy: str, key: str, suggested: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One widget per option, pre-filled with ``suggested`` or else its default; returns the values by option
+    name (turn them into options with :func:`engine.strategies.from_form`, which checks them)."""
     values: dict[str, Any] = {}
-    fields = form_fields(strategy)
+    fields = [{**f, "default": (suggested or {}).get(f["name"], f["default"])} for f in form_fields(strategy)]
     if not fields:
         st.caption(f"{strategy} has no options.")
         return values

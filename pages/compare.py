@@ -21,7 +21,7 @@ from engine.compare.presets import PRESETS
 from engine.compare.summary import header, summary_table, with_paper
 from engine.strategies import from_form
 from engine.strategies.registry import describe
-from workflows.compare import compare, open_comparison, saved_comparisons, table_study
+from workflows.compare import compare, open_comparison, saved_comparisons, suggested_options, table_study
 
 DEFAULT_STRATEGIES = ["RS", "LHS", "GS", "GSR", "GA", "LM", "DLMT"]
 #: The status from the click on until the first runs end (loading the table, starting workers).
@@ -60,9 +60,11 @@ with st.form("cmp_form"):
                            "with the full budget.")
     with st.expander("Strategy options (over the preset; an untouched option keeps the preset's value)"):
         option_values = {}
+        suggested = suggested_options(store, name)
         for strategy, tab in zip(runnable, st.tabs(runnable), strict=True):
             with tab:
-                option_values[strategy] = option_widgets(strategy, "cmp_opt")
+                option_values[strategy] = option_widgets(strategy, f"cmp_opt_{name}" if strategy in suggested else "cmp_opt",
+                                                         suggested.get(strategy))
     label = st.text_input("Name", f"{name}: {', '.join(chosen) if chosen else ''}", key="cmp_name")
     submitted = st.form_submit_button("Run comparison", type="primary")
 

@@ -100,3 +100,42 @@ def test_bench_replays_pf_beside_rs_on_a_graph_study(model_file: Path, db_path: 
     assert again.returncode != 0 and "study 'g' already exists" in again.stderr
     missing = cli("costmodel", "study", str(FILES[0]), "--name", "h", "--model", "nope", db=db_path)
     assert missing.returncode != 0 and "no cost model named 'nope'" in missing.stderr
+
+
+def test_compare_page_prefills_pf_for_a_graph_study_and_runs_it(db_path: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from streamlit.testing.v1 import AppTest
+
+    from storage import Store
+    from workflows.compare import saved_comparisons
+    from workflows.costmodel import graph_study, train
+
+    folder = tmp_path / "train"
+    folder.mkdir()
+    for f in FILES[1:9]:
+        (folder / f.name).write_bytes(f.read_bytes())
+    with Store(db_path) as store:
+        train(store, str(folder), "small", params={"epochs": 2, "hidden": 16})
+        graph_study(store, str(FILES[0]), "graph")
+    monkeypatch.setenv("TUNELAB_DB", str(db_path))
+    at = AppTest.from_file(str(REPO_ROOT / "pages" / "compare.py"), default_timeout=60).run()
+    assert not at.exception and not at.error
+    assert at.text_input(key="cmp_opt_graph_PF_graph").value == str(FILES[0].resolve())
+    assert at.text_input(key="cmp_opt_graph_PF_model").value.endswith("small/model.pt")
+    at.multiselect(key="cmp_strategies").set_value(["RS", "PF"])
+    at.number_input(key="cmp_reps").set_value(2)
+    at.number_input(key="cmp_budget").set_value(4)
+    at.number_input(key="cmp_jobs").set_value(1)
+    at.button[0].click().run()
+    for _ in range(120):
+        if at.success or at.error:
+            break
+        time.sleep(0.5)
+        at.run()
+    assert not at.error and at.success and "Comparison saved" in at.success[0].value
+    assert at.dataframe[0].value["strategy"].tolist() == ["RS", "PF"]
+    with Store(db_path) as store:
+        params = saved_comparisons(store, "graph")["params"].iloc[0]
+    assert params["options"]["PF"]["graph"] == str(FILES[0].resolve())

@@ -21,6 +21,7 @@ from engine.compare.summary import summary_records, summary_table
 from engine.errors import UserError
 from storage import Store
 from storage.comparisons import list_comparisons, load_comparison, save_comparison
+from storage.costmodel import models
 
 
 def table_study(store: Store, name: str) -> BenchTable:
@@ -29,6 +30,21 @@ def table_study(store: Store, name: str) -> BenchTable:
     if study.spec.runner.get("kind") != "table":
         raise UserError(f"study '{name}' is not a table study (runner {study.spec.runner.get('kind')!r})")
     return BenchTable(study.spec, store.study_table(name), name)
+
+
+def suggested_options(store: Store, name: str) -> dict[str, dict[str, Any]]:
+    """Options a form pre-fills for this table study: PF's graph when the study was made from a graph file
+    (``tunelab costmodel study``) and its model, the cost model trained last on that task."""
+    graph = store.get_study(name).spec.runner.get("graph")
+    if not graph:
+        return {}
+    trained = models(store)
+    trained = trained[trained["task"] == "tile"] if not trained.empty else trained
+    if trained.empty:
+        return {"PF": {"graph": graph}}
+    from workflows.costmodel import model_file
+
+    return {"PF": {"graph": graph, "model": str(model_file(store, str(trained["name"].iloc[-1])))}}
 
 
 def table_from(source: str, objective: str | None, store: Store | None) -> tuple[BenchTable, str | None]:
