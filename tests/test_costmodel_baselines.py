@@ -246,3 +246,15 @@ def test_leave_one_kernel_out_on_the_real_tpu_kernels(data: Path):
         for k in (1, 5, 10):
             assert 1.0 <= overall[f"slowdown_{k}_median"] <= overall[f"slowdown_{k}_mean"] * 2 < 10
     assert figures["heuristic"].tau_mean > 0.5  # trip counts alone order TPU tiles well (costmodel.md §4.3)
+
+
+def test_a_generated_chunk_program_runs_chunks_trips_over_its_rows_and_intermediate() -> None:
+    from engine.io.paths import REPO_ROOT
+    from engine.surrogates.costmodel.readers import read_graph
+
+    graph = read_graph(sorted((REPO_ROOT / "data" / "costmodel" / "tile").glob("*.npz"))[0])
+    column = {name: graph.config_feat[:, i] for i, name in enumerate(graph.config_feat_names)}
+    trips, working_set = tile_estimates(graph)
+    assert trips.tolist() == column["chunks"].tolist()
+    assert np.allclose(working_set, 4 * column["batch_size"] * (column["row_width"] + column["second"]))
+    assert np.isfinite(TileHeuristic().fit([graph]).predict(graph)).all()

@@ -78,8 +78,23 @@ def element_bytes(graph: TensorGraph) -> int:
     return max((ELEMENT_BYTES.get(int(t), 0) for t in types), default=0) or DEFAULT_ELEMENT_BYTES
 
 
+#: Configuration columns of Tunelab's generated ``lax.map`` chunk programs (generate/programs.py).
+CHUNK_COLUMNS = ("batch_size", "chunks", "row_width", "second")
+
+
+def chunk_estimates(graph: TensorGraph) -> tuple[np.ndarray, np.ndarray] | None:
+    """Trip count and working set of a generated ``lax.map`` chunk program, or None for another graph: the loop
+    runs ``chunks`` times; one trip holds its ``batch_size`` rows of ``row_width`` and their intermediate of
+    ``second`` (keys, hidden units or channels) in f32."""
+    if graph.task != "tile" or not set(CHUNK_COLUMNS) <= set(graph.config_feat_names):
+        return None
+    batch, chunks, width, second = (graph.config_feat[:, graph.config_feat_names.index(c)].astype(np.float64) for c in CHUNK_COLUMNS)
+    return chunks, 4.0 * batch * (width + second)
+
+
 def tile_estimates(graph: TensorGraph) -> tuple[np.ndarray, np.ndarray]:
-    """Per configuration, the trip count and the working set in bytes of a tiled loop nest.
+    """Per configuration, the trip count and the working set in bytes of a tiled loop nest (a generated chunk
+    program: :func:`chunk_estimates`).
 
     * trips = Π over the kernel, output and input dims with a bound b_d > 0 of ⌈E_d / b_d⌉, where the full extent
       E_d is the largest bound any configuration of this graph uses for that dim (an estimate: the bounds are not
@@ -89,6 +104,9 @@ def tile_estimates(graph: TensorGraph) -> tuple[np.ndarray, np.ndarray]:
       the bounds follow a tensor's dims in physical (major-to-minor) order with the two most-minor dims counted
       in 8 × 128 hardware tiles, so there one unit is 1,024 elements' bytes.
     """
+    chunked = chunk_estimates(graph)
+    if chunked is not None:
+        return chunked
     bounds = tile_bounds(graph)
     trips = np.ones(len(graph.runtime))
     tiles = np.zeros(len(graph.runtime))
