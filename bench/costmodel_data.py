@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.io.paths import REPO_ROOT
+
 
 def summarise(folder: Path) -> None:
     files = sorted(folder.glob("*.npz"))
@@ -57,5 +59,5 @@ def summarise(folder: Path) -> None:
 
 
 if __name__ == "__main__":
-    for argument in sys.argv[1:] or ["data/costmodel/tile"]:
+    for argument in sys.argv[1:] or [str(REPO_ROOT / "data" / "costmodel" / name) for name in ("tile", "absolute")]:
         summarise(Path(argument))

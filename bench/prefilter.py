@@ -7,7 +7,7 @@ budget is every configuration of the program). A run that never gets within the 
 table plus one. Per program, the median over repetitions; reported: the median and mean over programs, and the
 ratios to PF.
 
-Usage: python bench/prefilter.py --data FOLDER [--fold 0] [--folds 5] [--reps 50] [--strategies RS,BO,DLMT,PF]
+Usage: python bench/prefilter.py [--data FOLDER] [--fold 0] [--folds 5] [--reps 50] [--strategies RS,BO,DLMT,PF]
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import pandas as pd
 
 from engine.compare.replay import BenchTable
 from engine.compare.run import run_benchmark
+from engine.io.paths import REPO_ROOT
 from engine.surrogates._torch import torch
 from engine.surrogates.costmodel.evaluate import fit_model, make_model
 from engine.surrogates.costmodel.readers import read_graph
@@ -39,7 +40,8 @@ def measurements_to(trace: list[float], threshold: float) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", required=True, help="folder of generated tile .npz files")
+    parser.add_argument("--data", default=str(REPO_ROOT / "data" / "costmodel" / "tile"),
+                        help="folder of generated tile .npz files (default: the committed ones)")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--fold", type=int, default=0, help="which fold's programs are held out")
     parser.add_argument("--reps", type=int, default=50)
