@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from engine.errors import UserError, brief
+from engine.io.paths import REPO_ROOT
 from engine.study import check_study_name
 from engine.surrogates.costmodel.evaluate import CrossValidation, cross_validate, fit_model, make_model
 from engine.surrogates.costmodel.graph import TensorGraph
@@ -24,7 +25,11 @@ from workflows.difftune_dataset import check_name
 
 #: Data sets known by name; anything else is a folder of ``.npz`` graphs.
 DATA_SETS = {"tpu-tiles": "the 15 real TPU v3 kernels of the data folder (tile task, 754 runs)",
-             "tpu-layout": "the real TPU v3 layout module of the data folder (122 configurations of one program)"}
+             "tpu-layout": "the real TPU v3 layout module of the data folder (122 configurations of one program)",
+             "cpu-tile": "programs generated and timed on this project's CPU with JAX (data/costmodel/tile: lax.map chunk sizes)",
+             "cpu-absolute": "programs generated and timed on this project's CPU with JAX (data/costmodel/absolute: runtimes)"}
+#: The generated data sets committed with the repository (data/costmodel/README.md).
+GENERATED = {"cpu-tile": REPO_ROOT / "data" / "costmodel" / "tile", "cpu-absolute": REPO_ROOT / "data" / "costmodel" / "absolute"}
 
 
 def load_graphs(data: str) -> list[TensorGraph]:
@@ -33,6 +38,8 @@ def load_graphs(data: str) -> list[TensorGraph]:
         return real_tpu_tiles()
     if data == "tpu-layout":
         return [real_tpu_layout()]
+    if data in GENERATED:
+        return read_folder(GENERATED[data])
     if not Path(data).is_dir():
         raise UserError(f"data: {brief(data)} is neither a folder of .npz graphs nor one of {', '.join(DATA_SETS)}")
     return read_folder(data)
