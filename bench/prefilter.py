@@ -3,9 +3,9 @@ best configuration, PF against RS, BO and DLMT, on programs of the generated til
 
 The GNN is trained (default settings) on the other folds' programs; each held-out program's measured table is
 replayed ``--reps`` times per strategy (``engine.compare``: one measurement = one distinct configuration, the
-budget is every configuration of the program). A run that never gets within the threshold counts the whole
-table plus one. Per program, the median over repetitions; reported: the median and mean over programs, and the
-ratios to PF.
+budget is every configuration of the program); PF ``--pf-reps`` times, as without exploration its runs are
+identical. A run that never gets within the threshold counts the whole table plus one. Per program, the median
+over repetitions; reported: the median and mean over programs, and the ratios to PF.
 
 Usage: python bench/prefilter.py [--data FOLDER] [--fold 0] [--folds 5] [--reps 50] [--strategies RS,BO,DLMT,PF]
 """
@@ -48,7 +48,9 @@ def main() -> None:
     parser.add_argument("--strategies", default="RS,BO,DLMT,PF")
     parser.add_argument("--threshold", type=float, default=1.05)
     parser.add_argument("--refit", type=int, default=10)
+    parser.add_argument("--pf-reps", type=int, default=3, help="PF repetitions (identical without exploration)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--params", default="{}", help='JSON hyper-parameters of the GNN, e.g. {"hidden": 128}')
     parser.add_argument("--out", help="write the per-program medians here (JSON)")
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -59,7 +61,7 @@ def main() -> None:
     print(f"CPU {identity.model_name} ({identity.short_id}), torch {torch.__version__} on 1 thread; {len(graphs)} programs, "
           f"{len(train)} to train on, {len(test)} held out; {args.reps} reps; within {args.threshold:g}× of the best")
     started = time.process_time()
-    model = fit_model("gnn", make_model("gnn", args.seed), [graphs[i] for i in train], args.seed)
+    model = fit_model("gnn", make_model("gnn", args.seed, json.loads(args.params)), [graphs[i] for i in train], args.seed)
     print(f"GNN trained in {(time.process_time() - started) / 60:.2f} CPU minutes")
     strategies = args.strategies.split(",")
     rows = []
@@ -71,8 +73,12 @@ def main() -> None:
             bench = BenchTable(spec, table, source=paths[i].name)
             size = len(table)
             options = {"PF": {"model": str(model_file), "graph": str(paths[i]), "refit": args.refit}}
-            comparison = run_benchmark(bench, strategies, reps=args.reps, budget=size, seed=args.seed, options=options)
-            for name, runs in comparison.runs.groupby("strategy"):
+            others = [s for s in strategies if s != "PF"]
+            replays = [run_benchmark(bench, others, reps=args.reps, budget=size, seed=args.seed).runs] if others else []
+            if "PF" in strategies:  # without exploration PF is deterministic: its repetitions are identical
+                replays.append(run_benchmark(bench, ["PF"], reps=args.pf_reps, budget=size, seed=args.seed, options=options).runs)
+                assert replays[-1]["trace"].map(tuple).nunique() == 1, "PF without exploration should repeat itself"
+            for name, runs in pd.concat(replays).groupby("strategy"):
                 needed = [measurements_to(t, args.threshold) for t in runs["trace"]]
                 rows.append({"program": paths[i].stem, "configurations": size, "strategy": name,
                              "median": float(np.median(needed)), "mean": float(np.mean(needed))})
