@@ -281,12 +281,12 @@ def _conv(dag: _Dag, x: int, m: int, n: int) -> tuple[tuple[int, int], tuple[int
 
 
 def _gather(dag: _Dag, x: int, m: int, n: int) -> tuple[tuple[int, int], tuple[int, ...], int]:
-    count = dag.rng.choice([s for s in SIZES if s <= 4 * m])
+    count = dag.rng.choice([s for s in SIZES if s <= 4 * m] or [4 * m])
     return (count, n), (dag.add(DagNode("index", shape=(count,), size=m)),), count
 
 
 def _scatter(dag: _Dag, x: int, m: int, n: int) -> tuple[tuple[int, int], tuple[int, ...], int]:
-    count = dag.rng.choice([s for s in SIZES if s <= m])
+    count = dag.rng.choice([s for s in SIZES if s <= m] or [m])  # rows narrower than every size: all of them
     return (m, n), (dag.add(DagNode("index", shape=(count,), size=m)),), count
 
 
