@@ -107,7 +107,10 @@ class JaxBackend:
         compiled = jax.jit(function).lower(*args).compile(compiler_options={**BASE_OPTIONS, **config.options})
         counts = compiled.cost_analysis()
         counts = counts[0] if isinstance(counts, list) else counts
-        return Compiled(compiled.as_text(), float(counts.get("flops", math.nan)), float(counts.get("bytes accessed", math.nan)),
+        # XLA leaves zero properties out (a program of tanh and copies has "transcendentals" but no "flops"); an
+        # analysis that gave nothing at all is unknown.
+        missing = 0.0 if counts else math.nan
+        return Compiled(compiled.as_text(), float(counts.get("flops", missing)), float(counts.get("bytes accessed", missing)),
                         lambda: jax.block_until_ready(compiled(*args)))
 
 
