@@ -91,3 +91,13 @@ def test_a_trained_gnn_is_kept_beside_the_database(data: Path, tmp_path: Path) -
     assert again.returncode != 0 and "exists already" in again.stderr
     bad = run_cli("costmodel", "train", "--name", "x", "--params", '{"hidden": 0}', db=db)
     assert bad.returncode != 0 and "hidden" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_committed_generated_data_sets_are_named() -> None:
+    from workflows.costmodel import GENERATED, load_graphs
+
+    for name, task in (("cpu-tile", "tile"), ("cpu-absolute", "absolute")):
+        if not any(GENERATED[name].glob("*.npz")):
+            pytest.fail(f"{GENERATED[name]} holds no committed files")
+        graphs = load_graphs(name)
+        assert {g.task for g in graphs} == {task} and len({g.program for g in graphs}) >= 10
