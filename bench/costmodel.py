@@ -2,13 +2,14 @@
 (tile data) or the roofline (absolute data), on the same program-grouped folds, seeds × folds, with the noise floor
 of the data and the CPU time each model took; then the CPU minutes to train the default GNN on all of it.
 
-Usage: python bench/costmodel.py [--data tpu-tiles | FOLDER] [--seeds 0,1,2] [--folds 5] [--models ...]
+Usage: python bench/costmodel.py [--data tpu-tiles | FOLDER] [--seeds 0,1,2] [--folds 5] [--models ...] [--params JSON]
   (FOLDER: generated .npz files, e.g. data/costmodel/tile or data/costmodel/absolute)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 
 from engine.surrogates._torch import torch
@@ -23,7 +24,9 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--data", default="tpu-tiles", help="tpu-tiles (the real TPU kernels) or a folder of .npz graphs")
     parser.add_argument("--models", help="default: gnn,gbdt,heuristic,default (tile) or gnn,gbdt,roofline (absolute)")
+    parser.add_argument("--params", default="{}", help='JSON hyper-parameters of the GNN, e.g. {"hidden": 128, "layers": 3}')
     args = parser.parse_args()
+    gnn = json.loads(args.params)
     torch.set_num_threads(1)
     identity = cpu_identity()
     graphs = real_tpu_tiles() if args.data == "tpu-tiles" else read_folder(args.data)
@@ -31,14 +34,15 @@ def main() -> None:
     print(f"CPU {identity.model_name} ({identity.short_id}), torch {torch.__version__} on 1 thread; "
           f"{len(graphs)} graphs ({len({g.program for g in graphs})} programs), {sum(len(g.runtime) for g in graphs)} runs")
     seeds = [int(s) for s in args.seeds.split(",")]
-    result = cross_validate(graphs, models.split(","), folds=args.folds, seeds=seeds)
+    print("GNN hyper-parameters:", gnn or "defaults")
+    result = cross_validate(graphs, models.split(","), folds=args.folds, seeds=seeds, params={"gnn": gnn})
     print(result.table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print("per seed, mean τ:", result.scores.groupby(["model", "seed"])["tau"].mean().unstack().round(3).to_dict("index"))
     print("noise floor:", result.noise)
     print("CPU seconds (fit + predict, all folds):", {k: round(v, 1) for k, v in result.seconds.items()})
     started = time.process_time()
-    fit_model("gnn", make_model("gnn", 0), graphs, 0)
-    print(f"default GNN trained on all {len(graphs)} graphs: {(time.process_time() - started) / 60:.2f} CPU minutes")
+    fit_model("gnn", make_model("gnn", 0, gnn), graphs, 0)
+    print(f"{'tuned' if gnn else 'default'} GNN trained on all {len(graphs)} graphs: {(time.process_time() - started) / 60:.2f} CPU minutes")
 
 
 if __name__ == "__main__":

@@ -155,3 +155,14 @@ def cli(*args: str, db: Path | None = None) -> subprocess.CompletedProcess:
         except SystemExit as exc:  # argparse refusals
             status = exc.code
     return subprocess.CompletedProcess(argv, status, out.getvalue(), err.getvalue())
+
+
+def rerun_until(at, finished, tries: int = 120, pause: float = 0.5) -> None:
+    """Re-run an AppTest whose page polls a background job until ``finished(at)`` (at most ``tries`` times)."""
+    import time
+
+    for _ in range(tries):
+        if finished(at):
+            return
+        time.sleep(pause)
+        at.run()

@@ -12,12 +12,15 @@ import numpy as np
 import pytest
 
 from engine.errors import UserError
+from engine.surrogates.costmodel.features import tile_estimates
 from engine.surrogates.costmodel.generate import jaxbackend, store
 from engine.surrogates.costmodel.generate.jaxbackend import Compiled
 from engine.surrogates.costmodel.generate.programs import (
     ABSOLUTE_COLUMNS,
+    JOINT_COLUMNS,
     MAX_ELEMENTS,
     PARAMETERS,
+    SPLITS,
     TILE_COLUMNS,
     TileProgram,
     absolute_programs,
@@ -39,6 +42,7 @@ from engine.surrogates.costmodel.generate.run import generate, measure_wave
 from engine.surrogates.costmodel.generate.store import Sample, sample_arrays, write_npz
 from engine.surrogates.costmodel.hlo import hlo_graph
 from engine.surrogates.costmodel.readers import read_folder, read_graph
+from engine.surrogates.costmodel.tables import graph_table
 
 HLO = """HloModule m
 
@@ -88,6 +92,20 @@ def test_tile_programs_are_distinct_timeable_and_shuffled_by_the_seed():
     assert programs == tile_programs(0) and programs != tile_programs(1)
     assert {p.family for p in programs} == {"softmax_matmul", "row_mlp", "layernorm_matmul", "attention", "conv"}
     assert programs_for("tile", 0, 5) == programs[:5]
+
+
+def test_joint_programs_cross_power_of_two_chunks_with_splits_of_the_second_size():
+    program = programs_for("joint", 0, 1)[0]
+    configs = program.configurations()
+    assert program.columns == JOINT_COLUMNS and program.columns[:2] == ("batch_size", "splits") and program.task == "tile"
+    assert all(b & (b - 1) == 0 for b in program.batch_sizes())
+    assert [(c.batch, c.splits) for c in configs] == [(b, p) for b in program.batch_sizes() for p in SPLITS]
+    assert all(c.features["splits"] == c.splits and c.label == f"b{c.batch}_p{c.splits}" for c in configs)
+    (graph_file,) = program.files()
+    assert (configs[graph_file.graph].batch, configs[graph_file.graph].splits) == (program.rows, 1)
+    joint = tile_programs(0, SPLITS)
+    assert len(joint) >= 300 and all(p.timeable() and p.second % max(SPLITS) == 0 and p.name.endswith("_split") for p in joint)
+    assert programs_for("joint", 0, 3) == joint[:3]
 
 
 def test_program_counts_are_checked():
@@ -285,6 +303,19 @@ def test_generate_writes_one_readable_file_per_program_and_resumes(tmp_path):
     assert (third.written, third.skipped, backend.compiled[-1]) == (1, 2, graphs[0].name)
 
 
+def test_a_joint_program_is_one_tile_file_whose_study_has_chunk_and_split_factors(tmp_path):
+    clock = FakeClock()
+    done = generate("joint", 1, tmp_path / "out", seed=0, backend=FakeBackend(clock), clock=clock, protocol=Protocol(repeats=2, min_batch_s=1e-3))
+    (graph,) = read_folder(tmp_path / "out")
+    assert graph.task == "tile" and graph.config_feat_names == JOINT_COLUMNS and done.samples == len(graph.runtime)
+    spec, table = graph_table(graph, "joint")
+    assert spec.space.names == ["batch_size", "splits"] and len(table) == len(graph.runtime)
+    column = {name: graph.config_feat[:, i] for i, name in enumerate(graph.config_feat_names)}
+    trips, working_set = tile_estimates(graph)
+    assert trips.tolist() == column["chunks"].tolist()  # a split blocks the intermediate, not the rows
+    assert np.allclose(working_set, 4 * column["batch_size"] * (column["row_width"] + column["second"] / column["splits"]))
+
+
 def test_generate_refuses_a_file_as_the_folder(tmp_path):
     (tmp_path / "out").write_text("x")
     with pytest.raises(UserError, match="not a folder"):
@@ -314,6 +345,20 @@ def test_jax_programs_compile_to_graphs_the_parser_reads(monkeypatch):
             graphs[program.name, config.label] = graph = hlo_graph(comp.hlo)
             assert len(graph.opcodes) > 2 and len(graph.edges) and comp.flops >= 0
     assert "while" in graphs[tile.name, "b2"].opcodes.tolist()  # chunks of 2 rows: a loop over 4 chunks
+
+
+@pytest.mark.slow
+def test_a_split_computes_the_unsplit_function():
+    """Chunks × splits are tiles of one computation: every family's split rows (flash-style for attention) match the
+    plain expression."""
+    jax = pytest.importorskip("jax")
+    for family, second in [("softmax_matmul", 64), ("row_mlp", 64), ("layernorm_matmul", 64), ("attention", 128), ("conv", 8)]:
+        program = TileProgram(family, 64, 32, second, SPLITS)
+        arrays = jaxbackend.tile_inputs(program, np.random.default_rng(0))
+        plain = np.asarray(jax.jit(jaxbackend.tile_function(jax, program, 64))(*arrays))
+        for splits in SPLITS[1:]:
+            split = np.asarray(jax.jit(jaxbackend.tile_function(jax, program, 16, splits))(*arrays))
+            assert np.allclose(split, plain, rtol=1e-5, atol=1e-5 * np.abs(plain).max()), (family, splits)
 
 
 def test_every_absolute_program_of_a_long_run_builds():

@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from engine.io.paths import REPO_ROOT
 from storage import Store
+from tests.conftest import rerun_until
 
 
 @pytest.fixture
@@ -134,8 +135,6 @@ def test_analyze_page_reports_bad_formulas_in_one_line(app_db):
 
 
 def test_run_page_measures_a_pending_design_in_the_background(app_db):
-    import time
-
     from workflows.demo import TOY_STUDY, seed_demo_studies
 
     with Store(app_db) as store:
@@ -146,11 +145,7 @@ def test_run_page_measures_a_pending_design_in_the_background(app_db):
     assert not at.exception
     at.radio(key="run_executor").set_value("inline").run()
     at.button(key="run_start").click().run()
-    for _ in range(60):
-        if at.success:
-            break
-        time.sleep(0.5)
-        at.run()
+    rerun_until(at, lambda at: at.success, tries=60)
     assert at.success and "10 results stored" in at.success[0].value
     with Store(app_db) as store:
         designs = store.designs(TOY_STUDY)
@@ -213,8 +208,6 @@ def test_design_page_warns_when_runs_are_fewer_than_coefficients(app_db):
 
 
 def test_compare_page_runs_a_small_comparison_in_the_background(app_db, data):
-    import time
-
     at = page("compare.py").run()
     assert not at.exception and not at.error
     at.multiselect(key="cmp_strategies").set_value(["RS", "DLMT"])
@@ -223,11 +216,7 @@ def test_compare_page_runs_a_small_comparison_in_the_background(app_db, data):
     at.number_input(key="cmp_jobs").set_value(1)
     at.number_input(key="cmp_opt_DLMT_steps").set_value(2)  # from DLMT's options table, over the paper preset
     at.button[0].click().run()
-    for _ in range(120):
-        if at.success or at.error:
-            break
-        time.sleep(0.5)
-        at.run()
+    rerun_until(at, lambda at: at.success or at.error)
     assert not at.error and at.success and "Comparison saved" in at.success[0].value
     table = at.dataframe[0].value
     assert table["strategy"].tolist() == ["RS", "DLMT"] and (table["runs"] == 3).all()

@@ -22,7 +22,7 @@ from engine.surrogates.costmodel.metrics import kendall_tau
 from engine.surrogates.costmodel.readers import read_graph
 from engine.surrogates.costmodel.tables import graph_table
 from engine.surrogates.costmodel.training import CostModel
-from tests.conftest import cli
+from tests.conftest import cli, rerun_until
 
 FILES = sorted((REPO_ROOT / "data" / "costmodel" / "tile").glob("*.npz"))
 
@@ -104,8 +104,6 @@ def test_bench_replays_pf_beside_rs_on_a_graph_study(model_file: Path, db_path: 
 
 def test_compare_page_prefills_pf_for_a_graph_study_and_runs_it(db_path: Path, tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    import time
-
     from streamlit.testing.v1 import AppTest
 
     from storage import Store
@@ -129,11 +127,7 @@ def test_compare_page_prefills_pf_for_a_graph_study_and_runs_it(db_path: Path, t
     at.number_input(key="cmp_budget").set_value(4)
     at.number_input(key="cmp_jobs").set_value(1)
     at.button[0].click().run()
-    for _ in range(120):
-        if at.success or at.error:
-            break
-        time.sleep(0.5)
-        at.run()
+    rerun_until(at, lambda at: at.success or at.error)
     assert not at.error and at.success and "Comparison saved" in at.success[0].value
     assert at.dataframe[0].value["strategy"].tolist() == ["RS", "PF"]
     with Store(db_path) as store:

@@ -16,8 +16,8 @@ MAX_CPU = 4095
 def register_generate(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = actions.add_parser("generate", help="compile and time programs with JAX on one pinned core (needs the costmodel-data extra); "
                                             "a rerun into the same folder continues")
-    p.add_argument("--task", choices=("tile", "absolute"), required=True,
-                   help="tile: lax.map chunk sizes of row-wise functions; absolute: random op DAGs and small blocks")
+    p.add_argument("--task", choices=("tile", "joint", "absolute"), required=True,
+                   help="tile: lax.map chunk sizes of row-wise functions; joint: chunk size × split; absolute: random op DAGs and small blocks")
     p.add_argument("--programs", type=int, required=True, action=bounded(1, MAX_COUNT), help="programs the folder should hold")
     p.add_argument("--out", required=True, help="folder of .npz files (created; existing programs are skipped)")
     p.add_argument("--seed", type=int, default=0, action=bounded(0, 2**31 - 1), help="which programs, and the timing order")

@@ -149,6 +149,26 @@ class Domain:
                 break
         return self.decode(np.fromiter(found, dtype=np.int64, count=len(found))[:n])
 
+    def nearest(self, row: np.ndarray, exclude: np.ndarray, rng: np.random.Generator, pool: int = 256) -> np.ndarray | None:
+        """The valid configuration closest to ``row`` whose code is not in ``exclude`` (None when none is left):
+        what a strategy measures instead of a suggestion it cannot use (invalid, or measured already), keeping to
+        its intent. Distance: level steps over the factor's range for ordered factors, 0/1 for a categorical
+        one; ties drawn at random. Without a candidate list, the closest of ``pool`` random valid ones."""
+        if self.index is not None:
+            assert self.codes is not None  # set with self.index
+            options = self.index[~np.isin(self.codes, exclude)]
+        else:
+            options = self.random_valid(pool, rng, exclude=set(np.asarray(exclude).tolist()))
+        if not len(options):
+            return None
+        steps = np.abs(options - np.asarray(row, dtype=np.int64)).astype(float)
+        for j, f in enumerate(self.space.factors):
+            steps[:, j] = steps[:, j] > 0 if f.kind == "categorical" else steps[:, j] / max(f.n_levels - 1, 1)
+        distance = steps.sum(axis=1)
+        closest = np.flatnonzero(distance <= distance.min() + 1e-12)
+        chosen: np.ndarray = options[closest[rng.integers(len(closest))]]
+        return chosen
+
     def describe(self) -> str:
         known = f"{self.n_candidates:,} candidates" if self.index is not None else "no candidate list"
         return f"{len(self.names)} factors, {self.space.size:,} configurations, {known}"

@@ -85,10 +85,12 @@ CHUNK_COLUMNS = ("batch_size", "chunks", "row_width", "second")
 def chunk_estimates(graph: TensorGraph) -> tuple[np.ndarray, np.ndarray] | None:
     """Trip count and working set of a generated ``lax.map`` chunk program, or None for another graph: the loop
     runs ``chunks`` times; one trip holds its ``batch_size`` rows of ``row_width`` and their intermediate of
-    ``second`` (keys, hidden units or channels) in f32."""
+    ``second`` (keys, hidden units or channels) in f32, a ``splits``-th of it at a time where the joint task splits it."""
     if graph.task != "tile" or not set(CHUNK_COLUMNS) <= set(graph.config_feat_names):
         return None
     batch, chunks, width, second = (graph.config_feat[:, graph.config_feat_names.index(c)].astype(np.float64) for c in CHUNK_COLUMNS)
+    if "splits" in graph.config_feat_names:
+        second = second / graph.config_feat[:, graph.config_feat_names.index("splits")]
     return chunks, 4.0 * batch * (width + second)
 
 

@@ -97,7 +97,8 @@ class JaxBackend:
         rng = np.random.default_rng(zlib.crc32(program.name.encode()))
         if isinstance(program, TileProgram):
             arrays = tile_inputs(program, rng)
-            return [self._compile(tile_function(self.jax, program, config.batch), arrays, config) for config in program.configurations()]
+            return [self._compile(tile_function(self.jax, program, config.batch, config.splits), arrays, config)
+                    for config in program.configurations()]
         arrays = dag_inputs(program, rng)
         return [self._compile(dag_function(self.jax, program), arrays, config) for config in program.configurations()]
 
@@ -127,25 +128,46 @@ def _normal(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     return (rng.standard_normal(shape) / math.sqrt(fan_in)).astype(np.float32)
 
 
-def tile_function(jax: Any, program: TileProgram, batch: int) -> Callable[..., Any]:
-    """``lax.map`` of the family's row function over x in chunks of ``batch`` rows."""
-    lax = jax.lax
+def tile_function(jax: Any, program: TileProgram, batch: int, splits: int = 1) -> Callable[..., Any]:
+    """``lax.map`` of the family's row function over x in chunks of ``batch`` rows, its second size computed in
+    ``splits`` blocks (one block: the plain expression, so the tile task's programs are unchanged)."""
+    jnp, lax, nn = jax.numpy, jax.lax, jax.nn
+    step = program.second // splits
+    blocks = [slice(j * step, (j + 1) * step) for j in range(splits)]
+
+    def columns(a: Any, w: Any) -> Any:
+        """a @ w, by blocks of w's columns."""
+        return a @ w if splits == 1 else jnp.concatenate([a @ w[:, block] for block in blocks], axis=-1)
 
     def softmax_matmul(r: Any, w: Any) -> Any:
-        return jax.nn.softmax(r) @ w
+        return columns(nn.softmax(r), w)
 
     def row_mlp(r: Any, w1: Any, w2: Any) -> Any:
-        return jax.nn.relu(r @ w1) @ w2
+        if splits == 1:
+            return nn.relu(r @ w1) @ w2
+        return sum(nn.relu(r @ w1[:, block]) @ w2[block] for block in blocks)
 
     def layernorm_matmul(r: Any, g: Any, b: Any, w: Any) -> Any:
-        return ((r - r.mean()) * lax.rsqrt(r.var() + 1e-5) * g + b) @ w
+        return columns((r - r.mean()) * lax.rsqrt(r.var() + 1e-5) * g + b, w)
 
     def attention(r: Any, k: Any, v: Any) -> Any:
-        return jax.nn.softmax(k @ r / math.sqrt(program.width)) @ v
+        if splits == 1:
+            return nn.softmax(k @ r / math.sqrt(program.width)) @ v
+        # Flash-style: each key block's scores against its own maximum, rescaled to the overall one at the end.
+        scores = [k[block] @ r / math.sqrt(program.width) for block in blocks]
+        peaks = [s.max() for s in scores]
+        weights = [jnp.exp(s - peak) for s, peak in zip(scores, peaks)]
+        top = jnp.max(jnp.stack(peaks))
+        scale = [jnp.exp(peak - top) for peak in peaks]
+        total = sum(c * w.sum() for c, w in zip(scale, weights))
+        return sum(c * (w @ v[block]) for c, w, block in zip(scale, weights, blocks)) / total
 
     def conv(r: Any, f1: Any, f2: Any) -> Any:
-        hidden = jax.nn.relu(lax.conv_general_dilated(r[None, None, :], f1, (1,), "SAME"))
-        return lax.conv_general_dilated(hidden, f2, (1,), "SAME")[0, 0]
+        def through(g1: Any, g2: Any) -> Any:
+            hidden = nn.relu(lax.conv_general_dilated(r[None, None, :], g1, (1,), "SAME"))
+            return lax.conv_general_dilated(hidden, g2, (1,), "SAME")[0, 0]
+
+        return through(f1, f2) if splits == 1 else sum(through(f1[block], f2[:, block]) for block in blocks)
 
     rows: dict[str, Callable[..., Any]] = {"softmax_matmul": softmax_matmul, "row_mlp": row_mlp, "layernorm_matmul": layernorm_matmul,
                                            "attention": attention, "conv": conv}

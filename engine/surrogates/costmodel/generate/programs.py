@@ -5,6 +5,11 @@ time, with no JAX (the JAX side, :mod:`.jaxbackend`, turns a spec into a functio
   attention-like, conv-like). The chunk size b behaves like a tile: the optimised HLO becomes a while loop over
   b-row chunks, and the runtime has a real interior optimum once a whole batch's intermediates outgrow the caches.
   Every shape of the grid within the limits below is enumerated and shuffled by the seed, so programs are distinct.
+* **joint task**: the tile task's programs with a second tile knob, the split: the row function's second size (the
+  MLP's hidden units, the attention's keys, the convolution's channels, the matmul's output columns) is computed in
+  ``splits`` blocks (for attention, flash-style with a running maximum). Chunk size × split is a two-dimensional tile
+  space with interactions (a chunk's intermediate shrinks with the split, so the best chunk moves), large enough
+  that a ranker's savings over random search show. Its files are tile files with a ``splits`` column.
 * **absolute task**: random op DAGs with the ops that analytical models mispredict (transposes, reductions over the
   major axis, convolutions, odd-shaped dots, gather/scatter, concat) plus real small blocks (MLP, attention,
   convolution, normalisation), each compiled with and without XLA-CPU's YNN fusions (two kernel partitions of the
@@ -20,7 +25,7 @@ from typing import Any
 
 from engine.errors import UserError
 
-TASKS = ("tile", "absolute")
+TASKS = ("tile", "joint", "absolute")
 
 # ---- tile task -------------------------------------------------------------------------------------------------
 
@@ -52,6 +57,9 @@ MAX_INPUT = 64 << 20
 #: are never near the optimum (§4.3: b = 1 is 3× slower than the best chunk).
 MAX_CHUNKS = 512
 TILE_COLUMNS = ("batch_size", "chunks", "remainder", "rows", "row_width", "second", "config_flops", "config_bytes")
+#: Splits of the joint task, and its columns: ``splits`` right after ``batch_size``, so the two identify a configuration.
+SPLITS = (1, 2, 4, 8)
+JOINT_COLUMNS = ("batch_size", "splits", *TILE_COLUMNS[1:])
 #: Columns the compiler's cost analysis fills in, per configuration.
 COUNTED = ("config_flops", "config_bytes")
 
@@ -75,12 +83,13 @@ ABSOLUTE_COLUMNS = ("ynn_fusion",)
 @dataclass(frozen=True)
 class Configuration:
     """One compile of a program: its named configuration columns (before the compiler's counts), the compile
-    options it adds, and, for the tile task, the ``lax.map`` chunk size."""
+    options it adds, and, for the tile tasks, the ``lax.map`` chunk size and the split of the second size."""
 
     label: str
     features: dict[str, float]
     options: dict[str, Any] = field(default_factory=dict)
     batch: int = 0
+    splits: int = 1
 
 
 @dataclass(frozen=True)
@@ -94,24 +103,31 @@ class GraphFile:
 
 @dataclass(frozen=True)
 class TileProgram:
-    """``lax.map(row_fn, x, batch_size=b)`` on x of shape (rows, width); ``second`` is the family's other size."""
+    """``lax.map(row_fn, x, batch_size=b)`` on x of shape (rows, width); ``second`` is the family's other size, computed
+    in each of ``splits`` blocks (the joint task; the tile task has the one split 1)."""
 
     family: str
     rows: int
     width: int
     second: int
+    splits: tuple[int, ...] = (1,)
+
+    @property
+    def joint(self) -> bool:
+        return self.splits != (1,)
 
     @property
     def name(self) -> str:
-        return f"{self.family}_r{self.rows}_w{self.width}_s{self.second}"
+        return f"{self.family}_r{self.rows}_w{self.width}_s{self.second}" + ("_split" if self.joint else "")
 
     @property
     def task(self) -> str:
+        """The files' task: both tile tasks write tile files."""
         return "tile"
 
     @property
     def columns(self) -> tuple[str, ...]:
-        return TILE_COLUMNS
+        return JOINT_COLUMNS if self.joint else TILE_COLUMNS
 
     def flops(self) -> float:
         """Approximate flops of the whole program (chunking changes the loop, not the arithmetic)."""
@@ -135,15 +151,18 @@ class TileProgram:
                 and 4 * self.rows * self.width <= MAX_INPUT)
 
     def batch_sizes(self) -> tuple[int, ...]:
-        """Powers of two from the smallest allowed chunk up to all rows, plus two chunk sizes that leave a remainder
-        (``lax.map`` then runs the leftover rows as one more, differently shaped, vmapped call)."""
+        """Powers of two from the smallest allowed chunk up to all rows, plus (tile task) two chunk sizes that leave a
+        remainder (``lax.map`` then runs the leftover rows as one more, differently shaped, vmapped call); the joint
+        task keeps powers of two, as its splits multiply the configurations."""
         smallest = max(1, self.rows // MAX_CHUNKS)
         powers = [1 << k for k in range(self.rows.bit_length()) if smallest <= 1 << k <= self.rows]
-        ragged = {3 * self.rows // 8, 3 * self.rows // 64} - set(powers)
+        ragged = set() if self.joint else {3 * self.rows // 8, 3 * self.rows // 64} - set(powers)
         return tuple(sorted(set(powers) | {b for b in ragged if b > smallest}))
 
     def configurations(self) -> list[Configuration]:
-        return [Configuration(f"b{b}", self._features(b), batch=b) for b in self.batch_sizes()]
+        if not self.joint:
+            return [Configuration(f"b{b}", self._features(b), batch=b) for b in self.batch_sizes()]
+        return [Configuration(f"b{b}_p{p}", {**self._features(b), "splits": p}, batch=b, splits=p) for b in self.batch_sizes() for p in self.splits]
 
     def _features(self, batch: int) -> dict[str, float]:
         chunks, remainder = divmod(self.rows, batch)
@@ -151,16 +170,19 @@ class TileProgram:
                 "row_width": self.width, "second": self.second}
 
     def files(self) -> list[GraphFile]:
-        """One file: every chunk size, the graph of the unchunked program (b = rows, what ``jit(vmap(f))`` gives)."""
+        """One file: every configuration, the graph of the unchunked, unsplit program (b = rows, what
+        ``jit(vmap(f))`` gives)."""
         configs = self.configurations()
-        default = next(i for i, config in enumerate(configs) if config.batch == self.rows)
+        default = next(i for i, config in enumerate(configs) if config.batch == self.rows and config.splits == 1)
         return [GraphFile(self.name, tuple(range(len(configs))), default)]
 
 
-def tile_programs(seed: int) -> list[TileProgram]:
-    """Every :meth:`~TileProgram.timeable` tile program, in an order shuffled by ``seed`` (take a prefix for N)."""
-    programs = [TileProgram(family, rows, width, second) for family in FAMILIES for rows, width, second in product(ROWS, WIDTHS, SECOND[family])]
-    programs = [p for p in programs if p.timeable()]
+def tile_programs(seed: int, splits: tuple[int, ...] = (1,)) -> list[TileProgram]:
+    """Every :meth:`~TileProgram.timeable` tile program whose second size the ``splits`` divide, in an order shuffled
+    by ``seed`` (take a prefix for N)."""
+    programs = [TileProgram(family, rows, width, second, splits)
+                for family in FAMILIES for rows, width, second in product(ROWS, WIDTHS, SECOND[family])]
+    programs = [p for p in programs if p.timeable() and all(p.second % split == 0 for split in splits)]
     random.Random(seed).shuffle(programs)
     return programs
 
@@ -322,14 +344,14 @@ _OPS = {"transpose": _transpose, "reduce_major": _same, "dot": _dot, "conv": _co
 
 
 def programs_for(task: str, seed: int, count: int) -> list[TileProgram] | list[DagProgram]:
-    """The first ``count`` programs of a task; the tile task has only so many distinct programs."""
+    """The first ``count`` programs of a task; the tile tasks have only so many distinct programs."""
     if task not in TASKS:
         raise UserError(f"task {task!r} is not one of {', '.join(TASKS)}")
     if count < 1:
         raise UserError(f"programs: at least 1, got {count}")
     if task == "absolute":
         return absolute_programs(seed, count)
-    programs = tile_programs(seed)
+    programs = tile_programs(seed, SPLITS if task == "joint" else (1,))
     if count > len(programs):
-        raise UserError(f"programs: the tile task has {len(programs)} distinct programs, {count} asked for")
+        raise UserError(f"programs: the {task} task has {len(programs)} distinct programs, {count} asked for")
     return programs[:count]
