@@ -1,0 +1,288 @@
+"""Tunelab's strategies beside its peers (issue 19): Kernel Tuner 1.5's strategies in simulation mode and Optuna's
+TPE driven directly, on the exhaustively measured Kernel Tuner caches of the data folder, with one accounting.
+
+* **A measurement** is one distinct configuration of the cache, in the order a method first asks for it. A failed
+  configuration (``RuntimeFailedConfig``...) is charged like any other; a configuration the kernel's restrictions
+  exclude (absent from the cache) is free; asking again for a measured one is free.
+* **Kernel Tuner** gets the cache's own parameters and ``max_fevals`` = the budget, in simulation mode, with the
+  cache's configurations as its restrictions (the caches do not carry the kernels' restriction strings); its
+  ``results`` give the order of evaluation.
+* **Optuna TPE, directly**: as a user would write it, one ``suggest_categorical`` per parameter over its values,
+  a failed or restricted configuration raises ``TrialPruned``.
+* **Tunelab**: ``engine.compare.run_benchmark`` with each strategy's defaults, run separately at every budget (its
+  strategies plan with the budget). Peers and Optuna run once at the largest budget; a smaller budget reads their
+  trace's prefix (they are anytime: the budget only stops them).
+
+Per method, space and budget: the mean slowdown of the best configuration measured (÷ the cache's best), the share
+of runs within 5% of the best, the measurements charged; at the largest budget, the measurements to the first
+configuration within 5% (a run that never gets there counts budget + 1). Then per budget the geometric mean over
+spaces, the ranking, and DLMT against random search on every space and budget.
+
+Needs the ``peers`` extra (``pip install -e .[peers]``: Kernel Tuner 1.5). Usage:
+
+    python bench/peers.py [--reps 30] [--budgets 20,40,60,100,200] [--spaces convolution_milo_A4000,...]
+                          [--tunelab RS,BO,TPE,GA,DLMT] [--kt all] [--no-optuna] [--jobs 2] [--out runs.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import random
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from engine.compare.replay import load_table
+from engine.compare.run import run_benchmark, run_seed
+from engine.io.paths import data_dir
+
+#: Kernel Tuner 1.5's search strategies that run on a cache (brute force left out: it is the cache).
+KT_STRATEGIES = ("random_sample", "basinhopping", "bayes_opt", "diff_evo", "dual_annealing", "firefly_algorithm",
+                 "genetic_algorithm", "greedy_ils", "greedy_mls", "minimize", "mls", "ordered_greedy_mls", "pso",
+                 "simulated_annealing")
+TUNELAB = ("RS", "BO", "TPE", "GA", "DLMT")
+BUDGETS = (20, 40, 60, 100, 200)
+WITHIN = 1.05
+#: Optuna asks at most this many times the budget before a run is declared stuck (repeats and restricted ones).
+OPTUNA_ASKS = 50
+
+
+class Cache:
+    """A Kernel Tuner cache: its document, key order, and per configuration key the time (None: failed)."""
+
+    def __init__(self, path: Path) -> None:
+        opener = gzip.open if path.name.endswith(".gz") else open
+        with opener(path, "rt") as handle:
+            self.doc = json.load(handle)
+        self.name = path.name.removesuffix(".gz").removesuffix(".json")
+        self.path = path
+        self.keys: list[str] = list(self.doc["tune_params_keys"])
+        self.params: dict[str, list[Any]] = {k: list(self.doc["tune_params"][k]) for k in self.keys}
+        self.times = {key: (float(r["time"]) if isinstance(r["time"], (int, float)) else None) for key, r in self.doc["cache"].items()}
+        self.best = min(t for t in self.times.values() if t is not None)
+
+    def key(self, config: dict[str, Any]) -> str:
+        return ",".join(str(config[k]) for k in self.keys)
+
+    def trace(self, keys: Sequence[str], budget: int) -> list[float]:
+        """Best-so-far slowdown after each charged measurement of a method that asked for ``keys`` in this order
+        (restricted and repeated ones free), at most ``budget`` long."""
+        seen: set[str] = set()
+        best, out = math.inf, []
+        for key in keys:
+            if key in seen or key not in self.times:
+                continue
+            seen.add(key)
+            value = self.times[key]
+            if value is not None:
+                best = min(best, value / self.best)
+            out.append(best)
+            if len(out) == budget:
+                break
+        return out
+
+
+def kt_run(cache: Cache, plain_json: Path, strategy: str, budget: int, seed: int) -> list[float]:
+    """One Kernel Tuner run in simulation mode; its trace."""
+    import kernel_tuner
+
+    random.seed(seed)
+    np.random.seed(seed % (1 << 32))
+    cached = set(cache.times)
+
+    def in_cache(config: dict[str, Any]) -> bool:  # a def: Kernel Tuner tries to parse a lambda's source
+        return cache.key(config) in cached
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results, _ = kernel_tuner.tune_kernel(
+            cache.doc["kernel_name"], "", cache.doc["problem_size"], [], cache.params, strategy=strategy,
+            strategy_options={"max_fevals": budget}, cache=str(plain_json), simulation_mode=True,
+            restrictions=in_cache, quiet=True, verbose=False)
+    return cache.trace([cache.key(r) for r in results], budget)
+
+
+def optuna_run(cache: Cache, budget: int, seed: int) -> list[float]:
+    """Optuna's TPE as a user drives it on a Kernel Tuner space: categorical parameters, pruned failures."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed))
+    asked: list[str] = []
+    charged: set[str] = set()
+
+    def objective(trial: optuna.Trial) -> float:
+        config = {k: trial.suggest_categorical(k, v) for k, v in cache.params.items()}
+        key = cache.key(config)
+        asked.append(key)
+        if key in cache.times:
+            charged.add(key)
+        value = cache.times.get(key)
+        if value is None:
+            raise optuna.TrialPruned
+        return value
+
+    def enough(study: optuna.Study, trial: Any) -> None:
+        if len(charged) >= budget or len(asked) >= OPTUNA_ASKS * budget:
+            study.stop()
+
+    study.optimize(objective, callbacks=[enough])
+    return cache.trace(asked, budget)
+
+
+def _peer_task(task: tuple[str, str, str, int, int]) -> dict[str, Any]:
+    kind, path, strategy, budget, rep = task
+    cache = _CACHES.get(path) or _CACHES.setdefault(path, Cache(Path(path)))
+    seed = run_seed(0, f"{kind}:{strategy}", rep)
+    started = time.process_time()
+    if kind == "KT":
+        plain = _plain_json(cache)
+        trace = kt_run(cache, plain, strategy, budget, seed)
+    else:
+        trace = optuna_run(cache, budget, seed)
+    return {"space": cache.name, "method": f"{kind} {strategy}", "rep": rep, "trace": trace, "cpu_s": time.process_time() - started}
+
+
+_CACHES: dict[str, Cache] = {}
+_PLAIN: dict[str, Path] = {}
+
+
+def _plain_json(cache: Cache) -> Path:
+    """Kernel Tuner reads an uncompressed cache file: one per process."""
+    if cache.name not in _PLAIN:
+        folder = Path(tempfile.mkdtemp(prefix="peers-"))
+        target = folder / f"{cache.name}.json"
+        target.write_text(json.dumps(cache.doc))
+        _PLAIN[cache.name] = target
+    return _PLAIN[cache.name]
+
+
+def peer_runs(paths: Sequence[Path], kt: Sequence[str], optuna: bool, budget: int, reps: int, jobs: int,
+              say: Callable[[str], None]) -> list[dict[str, Any]]:
+    tasks = [("KT", str(p), s, budget, r) for p in paths for s in kt for r in range(reps)]
+    tasks += [("Optuna", str(p), "TPE", budget, r) for p in paths for r in range(reps)] if optuna else []
+    rows: list[dict[str, Any]] = []
+    if jobs == 1:
+        for i, task in enumerate(tasks):
+            rows.append(_peer_task(task))
+            if i % 50 == 0:
+                say(f"peers: {i + 1}/{len(tasks)}")
+        return rows
+    with ProcessPoolExecutor(jobs) as pool:
+        for i, row in enumerate(pool.map(_peer_task, tasks, chunksize=5)):
+            rows.append(row)
+            if i % 50 == 0:
+                say(f"peers: {i + 1}/{len(tasks)}")
+    return rows
+
+
+def tunelab_runs(paths: Sequence[Path], names: Sequence[str], budgets: Sequence[int], reps: int, jobs: int,
+                 say: Callable[[str], None]) -> list[dict[str, Any]]:
+    rows = []
+    for path in paths:
+        table = load_table(path)
+        name = path.name.removesuffix(".gz").removesuffix(".json")
+        for budget in budgets:
+            started = time.perf_counter()
+            comparison = run_benchmark(table, names, reps=reps, budget=budget, jobs=jobs, seed=0)
+            say(f"Tunelab on {name}, budget {budget}: {time.perf_counter() - started:.0f} s")
+            for run in comparison.runs.itertuples():
+                rows.append({"space": name, "method": f"Tunelab {run.strategy}", "rep": run.rep, "budget": budget,
+                             "trace": list(run.trace), "used": int(run.budget_used)})
+    return rows
+
+
+def per_budget(rows: Sequence[dict[str, Any]], budgets: Sequence[int]) -> pd.DataFrame:
+    """One row per (space, method, budget, rep): the best slowdown and the measurements charged."""
+    out = []
+    for row in rows:
+        for budget in [row["budget"]] if "budget" in row else budgets:
+            trace = row["trace"][:budget]
+            best = trace[-1] if trace else math.inf
+            reached = next((i + 1 for i, v in enumerate(trace) if v <= WITHIN), budget + 1)
+            out.append({"space": row["space"], "method": row["method"], "budget": budget, "rep": row["rep"],
+                        "slowdown": best, "within": best <= WITHIN, "used": row.get("used", len(trace)), "to_within": reached})
+    return pd.DataFrame(out)
+
+
+def report(frame: pd.DataFrame) -> str:
+    """The issue's tables: geo-mean per budget and ranking, DLMT vs RS, DLMT's charged measurements, time to 5%."""
+    lines = []
+    mean = frame.groupby(["method", "budget", "space"])["slowdown"].mean()
+    geo = np.exp(np.log(mean).groupby(["method", "budget"]).mean()).unstack("budget")
+    within = frame.groupby(["method", "budget"])["within"].mean().unstack("budget")
+    lines.append("Geo-mean over spaces of the mean slowdown (best measured ÷ cache best):")
+    lines.append(geo.sort_values(geo.columns[-1]).to_string(float_format=lambda v: f"{v:.3f}"))
+    lines.append("\nShare of runs within 5% of the best:")
+    lines.append(within.loc[geo.sort_values(geo.columns[-1]).index].to_string(float_format=lambda v: f"{v:.2f}"))
+    lines.append("\nFirst per budget: " + ", ".join(f"{b}: {geo[b].idxmin()} ({geo[b].min():.3f})" for b in geo.columns))
+    top = frame["budget"].max()
+    reach = frame[frame["budget"] == top].groupby(["method", "space"])["to_within"].median().unstack("space")
+    lines.append(f"\nMedian measurements to the first configuration within 5% (budget {top}; {top + 1} = never):")
+    lines.append(reach.to_string(float_format=lambda v: f"{v:.0f}"))
+    spaces = mean.unstack("space")
+    for dlmt in [m for m in spaces.index.get_level_values(0).unique() if m.endswith("DLMT")]:
+        rs = dlmt.replace("DLMT", "RS")
+        if rs in spaces.index.get_level_values(0):
+            ratio = spaces.loc[dlmt] / spaces.loc[rs]
+            lines.append(f"\n{dlmt} ÷ {rs} mean slowdown per space and budget (> 1: DLMT worse):")
+            lines.append(ratio.to_string(float_format=lambda v: f"{v:.3f}"))
+        used = frame[frame["method"] == dlmt].groupby(["space", "budget"])["used"].mean().unstack("budget")
+        lines.append(f"\n{dlmt}: mean measurements charged:")
+        lines.append(used.to_string(float_format=lambda v: f"{v:.0f}"))
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=30)
+    parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
+    parser.add_argument("--spaces", help="cache names (default: every cache of the data folder's kernel_tuner/)")
+    parser.add_argument("--tunelab", default=",".join(TUNELAB))
+    parser.add_argument("--kt", default="all", help="Kernel Tuner strategies, comma-separated, 'all' or 'none'")
+    parser.add_argument("--no-optuna", action="store_true")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--out", help="write every run (traces included) here as JSON")
+    args = parser.parse_args()
+    data = data_dir()
+    if data is None:
+        print("the shared data folder is absent", file=sys.stderr)
+        return 1
+    paths = sorted((data / "kernel_tuner").glob("*.json.gz"))
+    if args.spaces:
+        wanted = args.spaces.split(",")
+        paths = [p for p in paths if p.name.removesuffix(".json.gz") in wanted]
+    budgets = [int(b) for b in args.budgets.split(",")]
+    kt = [] if args.kt == "none" else list(KT_STRATEGIES) if args.kt == "all" else args.kt.split(",")
+    names = [n for n in args.tunelab.split(",") if n]
+
+    def say(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    from engine.surrogates.difftune.measure import cpu_identity
+
+    identity = cpu_identity()
+    print(f"CPU {identity.model_name} ({identity.short_id}); {len(paths)} spaces, {args.reps} repetitions, budgets {budgets}")
+    started = time.perf_counter()
+    rows = tunelab_runs(paths, names, budgets, args.reps, args.jobs, say) if names else []
+    rows += peer_runs(paths, kt, not args.no_optuna, max(budgets), args.reps, args.jobs, say)
+    print(f"{len(rows)} runs in {time.perf_counter() - started:.0f} s")
+    if args.out:
+        Path(args.out).write_text(json.dumps(rows))
+    print(report(per_budget(rows, budgets)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""bench/peers.py's accounting (one measurement = one distinct configuration of the cache, failures charged,
+restricted and repeated ones free) and its Kernel Tuner and Optuna drivers on a tiny cache."""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+
+from bench.peers import Cache, kt_run, optuna_run, per_budget, report
+
+
+def _cache(tmp_path, name="tiny.json.gz"):
+    """a × b, (8, 3) restricted (absent), (4, 2) failed; the best is (2, 2) at 1 ms."""
+    params = {"a": [1, 2, 4, 8], "b": [1, 2, 3]}
+    records = {}
+    for a, b in itertools.product(params["a"], params["b"]):
+        if (a, b) == (8, 3):
+            continue
+        time = "RuntimeFailedConfig" if (a, b) == (4, 2) else 1.0 + abs(math.log2(a) - 1) + abs(b - 2)
+        records[f"{a},{b}"] = {"a": a, "b": b, "time": time, "times": [time] * 3 if not isinstance(time, str) else time,
+                               "compile_time": 1.0, "verification_time": 0, "benchmark_time": 1.0}
+    doc = {"device_name": "Tiny GPU", "kernel_name": "tiny_kernel", "problem_size": [64], "tune_params_keys": ["a", "b"],
+           "tune_params": params, "objective": "time", "cache": records}
+    path = tmp_path / name
+    with gzip.open(path, "wt") as handle:
+        json.dump(doc, handle)
+    return Cache(path)
+
+
+def test_a_trace_charges_distinct_configurations_of_the_cache_failures_included(tmp_path):
+    cache = _cache(tmp_path)
+    assert cache.name == "tiny" and cache.best == 1.0 and cache.times["4,2"] is None
+    asked = ["8,1", "8,3", "8,1", "4,2", "2,2", "1,1"]  # (8, 3) restricted: free; the repeat: free; (4, 2) failed: charged
+    assert cache.trace(asked, 10) == [4.0, 4.0, 1.0, 1.0]
+    assert cache.trace(asked, 2) == [4.0, 4.0]
+
+
+def test_per_budget_reads_prefixes_and_report_ranks_methods(tmp_path):
+    rows = [{"space": "s", "method": "KT x", "rep": r, "trace": [2.0, 1.5, 1.0]} for r in range(2)]
+    rows += [{"space": "s", "method": "Tunelab DLMT", "rep": 0, "budget": b, "trace": [1.2, 1.0][:b], "used": b} for b in (1, 3)]
+    rows += [{"space": "s", "method": "Tunelab RS", "rep": 0, "budget": b, "trace": [3.0], "used": 1} for b in (1, 3)]
+    frame = per_budget(rows, [1, 3])
+    kt = frame[frame["method"] == "KT x"].set_index(["budget", "rep"])
+    assert kt.loc[(1, 0), "slowdown"] == 2.0 and kt.loc[(3, 0), "slowdown"] == 1.0 and kt.loc[(3, 0), "to_within"] == 3
+    text = report(frame)
+    assert "First per budget: 1: Tunelab DLMT (1.200), 3: KT x (1.000)" in text
+    assert "Tunelab DLMT ÷ Tunelab RS" in text
+
+
+@pytest.mark.parametrize("strategy", ["random_sample", "genetic_algorithm"])
+def test_kernel_tuner_runs_on_the_cache_in_simulation_mode(tmp_path, strategy):
+    pytest.importorskip("kernel_tuner")
+    cache = _cache(tmp_path)
+    plain = tmp_path / "tiny.json"
+    plain.write_text(json.dumps(cache.doc))
+    trace = kt_run(cache, plain, strategy, 6, seed=1)
+    assert 1 <= len(trace) <= 6 and np.all(np.diff(trace) <= 0) and trace[-1] >= 1.0
+
+
+def test_optuna_directly_spends_the_budget_on_distinct_configurations(tmp_path):
+    pytest.importorskip("optuna")
+    cache = _cache(tmp_path)
+    trace = optuna_run(cache, 11, seed=0)  # all 11 cached configurations
+    assert len(trace) == 11 and trace[-1] == 1.0
