@@ -72,7 +72,7 @@ def test_messages_name_strategy_option_and_value():
 
 def test_unknown_options_are_listed_with_the_known_ones():
     with pytest.raises(UserError, match=r"^GA option 'size' 3: not an option of GA \(options: population, generations, "
-                                        r"mutation, tries\)$"):
+                                        r"mutation, tries, selection, tournament\)$"):
         validate("GA", {"size": 3})
     with pytest.raises(UserError, match=r"RS option 'points' 5: not an option of RS \(options: none\)"):
         validate("RS", {"points": 5})

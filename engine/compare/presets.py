@@ -24,8 +24,8 @@ LAPLACIAN_APRIORI = ["lws_y <= threads_number", "elements_number % y_component_n
                      "elements_number / y_component_number <= 4"]
 GS_LAPLACIAN = {"ignore": ["lws_y"], "apriori": LAPLACIAN_APRIORI, "recount": True}
 PAPER_LAPLACIAN_OPTIONS = {"LHS": {"points": 441}, "GS": GS_LAPLACIAN, "GSR": GS_LAPLACIAN,
-                           "GA": {"generations": None}, "DOPT": {"runs": 120}}
-PAPER_OPTIONS = {"GA": {"generations": None}}
+                           "GA": {"generations": None, "selection": "roulette"}, "DOPT": {"runs": 120}}
+PAPER_OPTIONS = {"GA": {"generations": None, "selection": "roulette"}}
 
 
 def preset(name: str, space: Space) -> tuple[dict[str, Any], dict[str, Any]]:

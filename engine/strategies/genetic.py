@@ -1,12 +1,17 @@
-"""GA: the genetic algorithm of BOAST's benchmark (darwinning gem), docs/dlmt.md §4.3.
+"""GA: a genetic algorithm; with ``selection`` roulette, the one of BOAST's benchmark (darwinning gem), docs/dlmt.md §4.3.
 
 One gene per factor (its level index). Population ``population``, ``generations`` (None = until the
-budget is spent), mutation rate ``mutation`` (defaults in :attr:`Genetic.OPTIONS`), elitism 1, twins
-removed. Each generation keeps the best member and fills the population with children of two
-distinct parents chosen by roulette selection with weights ∝ 1/fitness (for an objective that is not a positive
-quantity to minimise, 1/(loss − min loss + spread)); a child is a uniform crossover, and
-with probability ``mutation`` one random gene is redrawn. Members are measured once (the ledger
-answers re-measurements for free), so a run costs about population + generations × (population − 1).
+budget is spent), mutation rate ``mutation`` (defaults in :attr:`Genetic.OPTIONS`), elitism 1. Each generation
+keeps the best member and fills the population with children of two distinct parents; a child is a uniform
+crossover, and with probability ``mutation`` one random gene is redrawn.
+
+* **Selection.** ``tournament`` (default): each parent is the best of ``tournament`` members drawn at random, so
+  the pressure depends on the ranks alone. ``roulette`` (the paper's): weights ∝ 1/fitness (for an objective that
+  is not a positive quantity to minimise, 1/(loss − min loss + spread)); on Kernel Tuner spaces it over-concentrates
+  where the spread of run times is large and gives no pressure where it is small (issue 19).
+* **Fresh children.** A child already measured (or already in this generation) is replaced by the closest valid
+  configuration not measured yet (:meth:`Domain.nearest`): every slot of a generation is a new measurement
+  (about 60% of children re-visited measured configurations on Kernel Tuner spaces before).
 
 Deviation: how the original scored runtime-invalid genomes is not public. Here genomes are drawn,
 crossed and mutated until they are known-valid (constraints, or membership of an exhaustive table;
@@ -24,20 +29,22 @@ from engine.strategies.base import Search, Strategy
 from engine.strategies.domain import Domain
 from engine.strategies.options import Option
 
-#: Generations in a row that measure nothing new before the search gives up (all known already).
-STALE_GENERATIONS = 25
+SELECTIONS = ("tournament", "roulette")
 
 
 class Genetic(Strategy):
     name = "GA"
-    summary = "genetic algorithm: roulette selection, uniform crossover, mutation, elitism 1"
+    summary = "genetic algorithm: tournament (or roulette) selection, uniform crossover, mutation, elitism 1"
     OPTIONS = (
         Option("population", 20, "members of each generation", "int", low=2),
-        Option("generations", 5, "generations after the first (null: until the budget is spent)", "int", low=0,
+        Option("generations", None, "generations after the first (null: until the budget is spent)", "int", low=0,
                optional=True),
         Option("mutation", 0.1, "probability that a child has one gene redrawn", "float", low=0, high=1),
         Option("tries", 50, "draws of a known-valid genome before a random valid configuration stands in", "int",
                low=0),
+        Option("selection", "tournament", "how parents are chosen: tournament (by rank) or roulette (∝ 1/fitness, "
+               "the paper's)", "choice", choices=SELECTIONS),
+        Option("tournament", 3, "members drawn for each tournament; the best is a parent", "int", low=2),
     )
 
     def __init__(self, domain: Domain | Space, budget: int, seed: int | None = None, direction: str = "minimize",
@@ -45,6 +52,7 @@ class Genetic(Strategy):
         super().__init__(domain, budget, seed, direction, **options)
         self.population, self.generations = int(self.options["population"]), self.options["generations"]
         self.mutation, self.tries = float(self.options["mutation"]), int(self.options["tries"])
+        self.selection, self.tournament = str(self.options["selection"]), int(self.options["tournament"])
 
     def _random_genome(self) -> np.ndarray:
         for _ in range(self.tries):
@@ -54,9 +62,21 @@ class Genetic(Strategy):
         genome = self.domain.random_valid(1, self.rng)[0]
         return genome
 
-    def _child(self, parents: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    def _parents(self, loss: np.ndarray, weights: np.ndarray | None) -> tuple[int, int]:
+        """Two distinct members: by roulette ``weights``, else by tournaments on ``loss`` (sorted, so a lower index
+        is a better member)."""
+        if weights is not None:
+            a, b = self.rng.choice(len(loss), size=2, replace=False, p=weights)
+            return int(a), int(b)
+        size = min(self.tournament, len(loss))
+        first = int(self.rng.choice(len(loss), size=size, replace=False).min())
+        others = np.delete(np.arange(len(loss)), first)
+        second = int(self.rng.choice(others, size=min(size, len(others)), replace=False).min())
+        return first, second
+
+    def _child(self, parents: np.ndarray, loss: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
         for _ in range(self.tries):
-            a, b = self.rng.choice(len(parents), size=2, replace=False, p=weights)
+            a, b = self._parents(loss, weights)
             pick = self.rng.random(len(self.domain.names)) < 0.5
             child: np.ndarray = np.where(pick, parents[a], parents[b])
             if self.rng.random() < self.mutation:
@@ -66,39 +86,45 @@ class Genetic(Strategy):
                 return child
         return self._random_genome()
 
+    def _roulette(self, loss: np.ndarray) -> np.ndarray:
+        finite = np.isfinite(loss)
+        if finite.any() and loss[finite].min() > 0:
+            fitness = np.where(finite, 1.0 / np.where(finite, loss, 1.0), 0.0)
+        elif finite.any():
+            spread = max(float(np.ptp(loss[finite])), 1e-300)
+            fitness = np.where(finite, 1.0 / (np.where(finite, loss, 0.0) - loss[finite].min() + spread), 0.0)
+        else:
+            fitness = np.ones(len(loss))
+        weights: np.ndarray = fitness / fitness.sum() if np.count_nonzero(fitness) >= 2 else np.full(len(loss), 1.0 / len(loss))
+        return weights
+
     def _search(self) -> Search:
-        members = np.array([self._random_genome() for _ in range(self.population)])
+        members = self.domain.random_valid(self.population, self.rng)  # distinct: no slot of the first generation wasted
         result = yield members
         loss = result.loss
-        generation, stale = 0, 0
+        generation = 0
         while self.generations is None or generation < self.generations:
             generation += 1
             self.step = generation
             order = np.argsort(loss, kind="stable")
             members, loss = members[order], loss[order]
-            finite = np.isfinite(loss)
-            if finite.any() and loss[finite].min() > 0:
-                fitness = np.where(finite, 1.0 / np.where(finite, loss, 1.0), 0.0)
-            elif finite.any():
-                spread = max(float(np.ptp(loss[finite])), 1e-300)
-                fitness = np.where(finite, 1.0 / (np.where(finite, loss, 0.0) - loss[finite].min() + spread), 0.0)
-            else:
-                fitness = np.ones(len(loss))
-            weights = fitness / fitness.sum() if np.count_nonzero(fitness) >= 2 else np.full(len(loss), 1.0 / len(loss))
-            seen = {self.domain.encode(members[0][None, :])[0]}
+            weights = self._roulette(loss) if self.selection == "roulette" else None
+            taken = list(self.measured(ok_only=False)[0])
             children = [members[0]]
-            attempts = 0
-            while len(children) < self.population and attempts < 20 * self.population:
-                attempts += 1
-                child = self._child(members, weights)
-                code = self.domain.encode(child[None, :])[0]
-                if code not in seen:
-                    seen.add(code)
-                    children.append(child)
+            while len(children) < self.population:
+                child = self._child(members, loss, weights)
+                code = int(self.domain.encode(child[None, :])[0])
+                if code in taken:
+                    fresh = self.domain.nearest(child, np.array(taken, dtype=np.int64), self.rng)
+                    if fresh is None:
+                        break  # every valid configuration is measured
+                    child, code = fresh, int(self.domain.encode(fresh[None, :])[0])
+                taken.append(code)
+                children.append(child)
+            if len(children) == 1:
+                return
             members = np.array(children)
-            before = self.used
             result = yield members
             loss = result.loss
-            stale = 0 if self.used > before else stale + 1
-            if self.used >= self.budget or stale >= STALE_GENERATIONS:
+            if self.used >= self.budget:
                 return
