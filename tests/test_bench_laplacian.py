@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.compare.presets import preset
+from engine.compare.presets import PAPER_DLMT, preset
 from engine.compare.replay import load_table
 from engine.compare.run import run_benchmark
 
@@ -19,10 +19,13 @@ def laplacian(data):
 
 
 def test_dlmt_lands_within_ten_percent_of_the_optimum_on_under_sixty_measurements(laplacian):
-    runs = run_benchmark(laplacian, ["DLMT"], reps=40, budget=125, jobs=2, seed=11).runs
-    assert runs["slowdown"].max() <= 1.10
-    assert runs["slowdown"].mean() <= 1.02
-    assert runs["budget_used"].mean() <= 60
+    """The paper's protocol keeps its figures; Tunelab's default spends the budget and ends closer."""
+    paper = run_benchmark(laplacian, ["DLMT"], reps=40, budget=125, jobs=2, seed=11, options={"DLMT": PAPER_DLMT}).runs
+    assert paper["slowdown"].max() <= 1.10
+    assert paper["slowdown"].mean() <= 1.02
+    assert paper["budget_used"].mean() <= 60
+    spent = run_benchmark(laplacian, ["DLMT"], reps=40, budget=125, jobs=2, seed=11).runs
+    assert (spent["budget_used"] == 125).all() and spent["slowdown"].mean() <= paper["slowdown"].mean()
 
 
 def test_gs_with_the_paper_counter_spends_the_paper_budgets(laplacian):

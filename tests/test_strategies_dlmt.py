@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from engine.analysis import Decision, LinearModel, anova
+from engine.compare.presets import PAPER_DLMT as PAPER
 from engine.errors import UserError
 from engine.model.columns import TermColumns, parse_term
 from engine.strategies import drive, fastlm, make_strategy
@@ -32,7 +33,7 @@ def test_initial_model_follows_the_levels_of_the_space(table):
 
 
 def test_auto_dlmt_yields_accepted_decisions_and_fixes_factors(table):
-    s = drive(make_strategy("DLMT", table.domain, 60, seed=1, options={"response": "time", "refine": 0}), table.evaluate)
+    s = drive(make_strategy("DLMT", table.domain, 60, seed=1, options={"response": "time", "refine": 0, **PAPER}), table.evaluate)
     assert s.decisions and all(isinstance(d, Decision) for d in s.decisions)
     first = s.decisions[0]
     assert first.status == "accepted" and first.by == "auto" and first.chosen == first.proposed
@@ -137,3 +138,39 @@ def test_fastlm_type_ii_equals_car_with_aliased_terms_in_any_order():
         assert ours.df.tolist() == ref["Df"].tolist()[:-1] == [0 if t != "x4" else 1 for t in order]
         np.testing.assert_allclose(ours.f, ref["F value"].to_numpy()[:-1], rtol=1e-9)
         np.testing.assert_allclose(ours.p, ref["Pr(>F)"].to_numpy()[:-1], rtol=1e-9)
+
+
+def test_dlmt_spends_the_budget_growing_designs_and_searching_locally(table):
+    """A step that fixes nothing measures new runs, and the budget left after the model goes to a local search."""
+    s = drive(make_strategy("DLMT", table.domain, 120, seed=3), table.evaluate)
+    assert s.used == 120
+    steps = s.history().groupby("step").size()
+    assert steps.index.max() == max(entry["step"] for entry in s.log) + 1  # the local search's step
+    held = [e for e in s.log if "size" in e]
+    for before, after in zip(held, held[1:]):
+        if before.get("fixed") == after.get("fixed") and "exhaustive" not in after:
+            assert after["size"] > before["design"]  # grown, not the same runs refitted
+    paper = drive(make_strategy("DLMT", table.domain, 120, seed=3, options=PAPER), table.evaluate)
+    assert paper.used < 120
+
+
+def test_a_fix_contradicted_by_a_better_measurement_is_released(table):
+    s = make_strategy("DLMT", table.domain, 60, seed=0)
+    names = table.space.names
+    a = names.index("a")
+    rows = table.domain.index[np.random.default_rng(0).choice(len(table.domain.index), 60, replace=False)]
+    values, statuses = table.evaluate(rows)
+    s.tell_index(rows, values, statuses)
+    ok = statuses == "ok"
+    # a level the best measurement does not have, whose own best is more than 5% worse
+    worse = [v for v in np.unique(rows[:, a]) if values[ok & (rows[:, a] == v)].min() > 1.05 * values[ok].min()]
+    s.fixed = {a: int(worse[0])}
+    s.terms = [t for t in s.terms if "a" not in t.factors]
+    entry = {}
+    s._release(entry)
+    assert entry["released"] == ["a"] and a not in s.fixed and a in s.released
+    assert {t.name for t in s.terms} >= {"a", "I(1/a)"}
+    s.fixed = {a: int(worse[0])}
+    again = {}
+    s._release(again)
+    assert "released" not in again  # each factor once
