@@ -21,7 +21,7 @@ spaces, the ranking, and DLMT against random search on every space and budget.
 Needs the ``peers`` extra (``pip install -e .[peers]``: Kernel Tuner 1.5). Usage:
 
     python bench/peers.py [--reps 30] [--budgets 20,40,60,100,200] [--spaces convolution_milo_A4000,...]
-                          [--tunelab RS,BO,TPE,GA,DLMT] [--kt all] [--no-optuna] [--jobs 2] [--out runs.json]
+                          [--tunelab RS,BO,TPE,GA,DLMT,AUTO] [--kt all] [--no-optuna] [--jobs 2] [--out runs.json]
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from engine.io.paths import data_dir
 KT_STRATEGIES = ("random_sample", "basinhopping", "bayes_opt", "diff_evo", "dual_annealing", "firefly_algorithm",
                  "genetic_algorithm", "greedy_ils", "greedy_mls", "minimize", "mls", "ordered_greedy_mls", "pso",
                  "simulated_annealing")
-TUNELAB = ("RS", "BO", "TPE", "GA", "DLMT")
+TUNELAB = ("RS", "BO", "TPE", "GA", "DLMT", "AUTO")
 BUDGETS = (20, 40, 60, 100, 200)
 WITHIN = 1.05
 #: Optuna asks at most this many times the budget before a run is declared stuck (repeats and restricted ones).

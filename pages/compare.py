@@ -23,7 +23,7 @@ from engine.strategies import from_form
 from engine.strategies.registry import describe
 from workflows.compare import compare, open_comparison, saved_comparisons, suggested_options, table_study
 
-DEFAULT_STRATEGIES = ["RS", "LHS", "GS", "GSR", "GA", "LM", "DLMT"]
+DEFAULT_STRATEGIES = ["RS", "LHS", "GS", "GSR", "GA", "LM", "DLMT", "AUTO"]
 #: The status from the click on until the first runs end (loading the table, starting workers).
 STARTING = "Starting: preparing the table study…"
 

@@ -205,8 +205,8 @@ def test_huge_counts_deep_json_and_wrongly_typed_options_are_one_line(stored):
                              ('{"threshold": 1e999}', ("1e999",)),
                              ("[" * 50_000 + "]" * 50_000, ("nested too deeply",))):
         one_line(cli("tune", "--study", "toy", "--budget", "5", "--auto", "--options", options, db=stored), *needles)
-    one_line(run_cli("tune", "--study", "toy", "--budget", "5", "--options", '{"refine": "3"}', db=stored),
-             "refine", "int")
+    one_line(run_cli("tune", "--study", "toy", "--budget", "5", "--options", '{"grow": "3"}', db=stored),
+             "grow", "float")
     one_line(cli("bench", "--table", "toy", "--options", '{"GA": {"mutation": "high"}}', db=stored), "mutation", "float")
     intact(stored)
 

@@ -7,6 +7,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from engine.compare.presets import PAPER_DLMT
 from engine.io.paths import REPO_ROOT
 from storage import Store
 from tests.conftest import rerun_until
@@ -225,7 +226,7 @@ def test_compare_page_runs_a_small_comparison_in_the_background(app_db, data):
         from workflows.compare import saved_comparisons
 
         params = saved_comparisons(store, at.selectbox(key="cmp_study").value)["params"].iloc[0]
-    assert params["preset"] == "paper" and params["options"]["DLMT"] == {"steps": 2}
+    assert params["preset"] == "paper" and params["options"]["DLMT"] == {**PAPER_DLMT, "steps": 2}
 
 
 def test_an_accepted_decision_carries_into_the_next_design_step(app_db):

@@ -174,3 +174,12 @@ def test_a_fix_contradicted_by_a_better_measurement_is_released(table):
     again = {}
     s._release(again)
     assert "released" not in again  # each factor once
+
+
+@pytest.mark.parametrize("then", ["local", "bo"])
+def test_auto_hands_the_budget_dlmt_leaves_to_a_search_without_a_model(table, then):
+    s = drive(make_strategy("AUTO", table.domain, 100, seed=2, options={"then": then}), table.evaluate)
+    history = s.history()
+    model_steps = max(entry["step"] for entry in s.log)
+    assert s.used == 100 and s.decisions and (history["step"] > model_steps).sum() > 0
+    assert table.slowdown(s.best_value) <= 1.05

@@ -20,6 +20,7 @@ numpy/scipy only (no scikit-learn), small enough for budgets of a few hundred.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -133,44 +134,61 @@ class BayesianOptimization(Strategy):
         self.init = min(o["init"] if o["init"] is not None else max(5, 2 * dims), self.budget)
         if self.init < 2:
             raise UserError(f"BO init {self.init!r} must be >= 2 (budget {self.budget})")
-        self.xi, self.log, self.refit, self.pool_size = float(o["xi"]), bool(o["log"]), int(o["refit"]), int(o["pool"])
-        self.candidates, self.penalty = int(o["candidates"]), o["failures"] == "penalty"
+        self.pool_size = int(o["pool"])
+        self.settings = EISettings(float(o["xi"]), bool(o["log"]), int(o["refit"]), int(o["candidates"]), o["failures"] == "penalty")
 
     def _search(self) -> Search:
         cand = self.domain.pool(self.pool_size, self.rng)
-        feats = features(self.domain, cand)
-        codes = self.domain.encode(cand)
         yield cand[self.rng.choice(len(cand), size=min(self.init, len(cand)), replace=False)]
-        gp = GaussianProcess(feats.shape[1])
-        steps = 0
-        while self.used < self.budget:
-            measured, loss = self.measured()
-            tried, _ = self.measured(ok_only=False)
-            open_rows = np.flatnonzero(~np.isin(codes, tried))
-            if not len(open_rows):
-                return
-            if len(loss) < 2:
-                pick = open_rows[self.rng.integers(len(open_rows))]
-            else:
-                y = np.log(loss) if self.log and np.all(loss > 0) else loss.copy()
-                sd = y.std()
-                y = (y - y.mean()) / (sd if sd > 0 else 1.0)
-                best = y.min()
-                failed = self._failed(tried, measured)
-                if len(failed):
-                    measured, y = np.concatenate([measured, failed]), np.concatenate([y, np.full(len(failed), y.max())])
-                gp.fit(features(self.domain, self.domain.decode(measured)), y, optimise=steps % self.refit == 0)
-                if len(open_rows) > self.candidates:
-                    open_rows = self.rng.choice(open_rows, size=self.candidates, replace=False)
-                mu, s = gp.predict(feats[open_rows])
-                pick = open_rows[int(np.argmax(expected_improvement(mu, s, best, self.xi)))]
-            steps += 1
-            self.step = steps
-            yield cand[pick][None, :]
+        yield from ei_steps(self, cand, self.settings)
 
-    def _failed(self, tried: np.ndarray, measured: np.ndarray) -> np.ndarray:
-        """Codes of the charged configurations that failed (what the penalty puts in the fit)."""
-        if not self.penalty:
-            return np.zeros(0, dtype=np.int64)
-        failed: np.ndarray = np.array([c for c in np.setdiff1d(tried, measured).tolist() if self.is_charged(c)], dtype=np.int64)
-        return failed
+
+@dataclass(frozen=True)
+class EISettings:
+    """What a step of expected improvement needs (BO's options of the same names)."""
+
+    xi: float = 0.01
+    log: bool = True
+    refit: int = 5
+    candidates: int = 2000
+    penalty: bool = True
+
+
+def ei_steps(strategy: Strategy, cand: np.ndarray, settings: EISettings) -> Search:
+    """Measure, one at a time until the budget is spent, the unmeasured candidate of largest expected
+    improvement under a GP fitted to everything ``strategy`` has measured (BO's loop; also what a strategy that
+    hands over to BO runs)."""
+    feats = features(strategy.domain, cand)
+    codes = strategy.domain.encode(cand)
+    gp = GaussianProcess(feats.shape[1])
+    steps, first = 0, strategy.step
+    while strategy.used < strategy.budget:
+        measured, loss = strategy.measured()
+        tried, _ = strategy.measured(ok_only=False)
+        open_rows = np.flatnonzero(~np.isin(codes, tried))
+        if not len(open_rows):
+            return
+        if len(loss) < 2:
+            pick = open_rows[strategy.rng.integers(len(open_rows))]
+        else:
+            y = np.log(loss) if settings.log and np.all(loss > 0) else loss.copy()
+            sd = y.std()
+            y = (y - y.mean()) / (sd if sd > 0 else 1.0)
+            best = y.min()
+            failed = _failed(strategy, tried, measured) if settings.penalty else np.zeros(0, dtype=np.int64)
+            if len(failed):
+                measured, y = np.concatenate([measured, failed]), np.concatenate([y, np.full(len(failed), y.max())])
+            gp.fit(features(strategy.domain, strategy.domain.decode(measured)), y, optimise=steps % settings.refit == 0)
+            if len(open_rows) > settings.candidates:
+                open_rows = strategy.rng.choice(open_rows, size=settings.candidates, replace=False)
+            mu, s = gp.predict(feats[open_rows])
+            pick = open_rows[int(np.argmax(expected_improvement(mu, s, best, settings.xi)))]
+        steps += 1
+        strategy.step = first + steps
+        yield cand[pick][None, :]
+
+
+def _failed(strategy: Strategy, tried: np.ndarray, measured: np.ndarray) -> np.ndarray:
+    """Codes of the charged configurations that failed (what the penalty puts in the fit)."""
+    failed: np.ndarray = np.array([c for c in np.setdiff1d(tried, measured).tolist() if strategy.is_charged(c)], dtype=np.int64)
+    return failed

@@ -69,7 +69,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -179,7 +179,7 @@ class DLMT(Strategy):
 
     name = "DLMT"
     summary = "D-optimal designs + ANOVA + linear models, fixing significant factors step by step"
-    OPTIONS = (
+    OPTIONS: ClassVar[tuple[Option, ...]] = (
         FORMULA,
         Option("quadratic_levels", 7, "fewest levels for a quadratic term in the initial model (0: none)", "int", low=0),
         Option("cubic_levels", 0, "fewest levels for a cubic term in the initial model (0: none)", "int", low=0),
@@ -232,8 +232,8 @@ class DLMT(Strategy):
             raise UserError("DLMT: the initial model has no terms")
         self.size, self.extra, self.pool, self.repeats = o["size"], int(o["extra"]), int(o["pool"]), int(o["repeats"])
         self.reuse, self.threshold, self.transform, self.fix = bool(o["reuse"]), float(o["threshold"]), o["transform"], o["fix"]
-        self.steps, self.measure_prediction, self.refine = int(o["steps"]), bool(o["measure_prediction"]), int(o["refine"])
-        self.spend, self.grow, self.release = bool(o["spend"]), float(o["grow"]), o["release"]
+        self.steps, self.measure_prediction, self.refine = int(o["steps"]), bool(o["measure_prediction"]), int(o.get("refine", 0))
+        self.spend, self.grow, self.release = bool(o.get("spend", True)), float(o["grow"]), o["release"]
         self.auto, self.analysis, self.response = bool(o["auto"]), o["analysis"], o["response"]
         self.anova_type = int(o["anova_type"])
         self.columns = TermColumns.shared(self.domain, o["coding"])

@@ -8,6 +8,7 @@ from typing import Any
 
 from engine.errors import UserError
 from engine.space.factors import Space
+from engine.strategies.auto import Auto
 from engine.strategies.base import Strategy
 from engine.strategies.bayes import BayesianOptimization
 from engine.strategies.dlmt import DLMT
@@ -26,7 +27,7 @@ from engine.strategies.random_search import RandomSearch
 STRATEGIES: dict[str, type[Strategy]] = {
     cls.name: cls
     for cls in (RandomSearch, LatinHypercube, GreedySearch, GreedyRestarts, Genetic, LinearModelSearch,
-                DOptimal, DLMT, BayesianOptimization, OptunaTPE, CostModelPrefilter)
+                DOptimal, DLMT, BayesianOptimization, OptunaTPE, CostModelPrefilter, Auto)
 }
 
 

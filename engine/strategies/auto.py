@@ -1,0 +1,46 @@
+"""AUTO: the strategy to use when a person does not choose one (issue 19): DLMT's designs and fixes while its
+model has something to say, then a search that needs no model for the budget left.
+
+DLMT finds the factors that matter and their levels with few measurements (first of 18 methods at budget 40 on
+Kernel Tuner spaces), but a linear model has nothing more to say once its terms are used up. Here DLMT runs its
+steps (a step that fixes nothing grows its design; a fix that measurements contradict is released) and, when its
+model is empty or its steps are over, ``then`` takes the rest of the budget:
+
+* ``local`` (default): DLMT's local search, first-improvement one-level moves around the best measurements, free of
+  DLMT's fixes;
+* ``bo``: BO's expected improvement (:func:`~engine.strategies.bayes.ei_steps`), a GP fitted to everything measured
+  over every valid configuration.
+
+Measured on the five Kernel Tuner caches (10 runs, geometric mean of the mean best ÷ optimum): at budget 40 both
+1.135 (BO alone 1.148); at budget 100, local 1.031 and bo 1.049 (BO alone 1.110), and bo costs 5× the CPU. The
+ranking against every peer is ``bench/peers.py``'s.
+"""
+
+from __future__ import annotations
+
+from engine.strategies.base import Search
+from engine.strategies.bayes import EISettings, ei_steps
+from engine.strategies.dlmt import DLMT
+from engine.strategies.options import Option
+
+HANDOFFS = ("bo", "local")
+#: Candidates BO scores when the space has no candidate list.
+POOL = 5000
+
+
+class Auto(DLMT):
+    name = "AUTO"
+    summary = "DLMT's designs and fixes, then a local search (or BO) with the budget left: the default choice"
+    OPTIONS = (*[o for o in DLMT.OPTIONS if o.name not in ("spend", "refine")],
+               Option("then", "local", "what takes the budget DLMT's model leaves: local (DLMT's local search) or bo "
+                      "(a GP over the whole space)", "choice", choices=HANDOFFS))
+
+    def _search(self) -> Search:
+        yield from self._steps()
+        if self.best_code is None or self.used >= self.budget:
+            return
+        self.step += 1
+        if self.options["then"] == "local":
+            yield from self._local()
+        else:
+            yield from ei_steps(self, self.domain.pool(POOL, self.rng), EISettings())
