@@ -21,7 +21,7 @@ from engine.compare.presets import PRESETS
 from engine.compare.summary import header, summary_table, with_paper
 from engine.strategies import from_form
 from engine.strategies.registry import describe
-from workflows.compare import compare, open_comparison, saved_comparisons, suggested_options, table_study
+from workflows.compare import compare, import_peer_run, open_comparison, saved_comparisons, suggested_options, table_study
 
 DEFAULT_STRATEGIES = ["RS", "LHS", "GS", "GSR", "GA", "LM", "DLMT", "AUTO"]
 #: The status from the click on until the first runs end (loading the table, starting workers).
@@ -130,6 +130,17 @@ if job is not None and (job.running or st.session_state.get("_cmp_was_running"))
     live()
 elif job is not None and job.error:
     st.error(job.error)
+
+with st.expander("Import a peer run (Kernel Tuner's and Optuna's strategies: `python bench/peers.py --out FILE`)"), \
+        st.form("cmp_peers"):
+    peer_file = st.text_input("File written by bench/peers.py --out", key="cmp_peer_file")
+    peer_space = st.text_input("Space (the cache's name in that file)", value=name, key="cmp_peer_space")
+    peer_budget = st.number_input("Budget", min_value=1, max_value=100_000, value=100, key="cmp_peer_budget")
+    if st.form_submit_button("Import"):
+        with guard():
+            st.session_state["cmp_open"] = import_peer_run(store, name, peer_file, space=peer_space, budget=int(peer_budget))
+            flash("Peer run imported.")
+            st.rerun()
 
 saved = saved_comparisons(store, name)
 if saved.empty:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from engine.compare.peers import peer_comparison, read_peer_rows
 from engine.compare.presets import preset
 from engine.compare.replay import BenchTable, load_table
 from engine.compare.run import Comparison, Progress, run_benchmark
@@ -98,3 +99,13 @@ def open_comparison(store: Store, comparison_id: int) -> tuple[dict[str, Any], C
     """A stored comparison's record and the comparison rebuilt from it."""
     record = load_comparison(store, comparison_id)
     return record, Comparison(params=record["params"], runs=record["runs"])
+
+
+def import_peer_run(store: Store, study: str, path: str | Path, *, space: str, budget: int) -> int:
+    """Store the runs on ``space`` at ``budget`` of a ``bench/peers.py --out`` file as a comparison of table study
+    ``study`` (whose optimum scales the slowdowns); returns its id."""
+    table = table_study(store, study)
+    comparison = peer_comparison(read_peer_rows(path), space, int(budget), table.optimum)
+    params = {**comparison.params, "table": study, "objective": table.objective, "optimum": table.optimum, "preset": "none"}
+    return save_comparison(store, name=f"peers on {space}, budget {budget} ({Path(path).name})", study=study, params=params,
+                           summary=summary_records(summary_table(comparison)), runs=comparison.runs)
