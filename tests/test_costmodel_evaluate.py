@@ -96,7 +96,7 @@ def test_a_trained_gnn_is_kept_beside_the_database(data: Path, tmp_path: Path) -
 def test_the_committed_generated_data_sets_are_named() -> None:
     from workflows.costmodel import GENERATED, load_graphs
 
-    for name, task in (("cpu-tile", "tile"), ("cpu-absolute", "absolute")):
+    for name, task in (("cpu-tile", "tile"), ("cpu-joint", "tile"), ("cpu-absolute", "absolute")):
         if not any(GENERATED[name].glob("*.npz")):
             pytest.fail(f"{GENERATED[name]} holds no committed files")
         graphs = load_graphs(name)

@@ -27,9 +27,10 @@ from workflows.difftune_dataset import check_name
 DATA_SETS = {"tpu-tiles": "the 15 real TPU v3 kernels of the data folder (tile task, 754 runs)",
              "tpu-layout": "the real TPU v3 layout module of the data folder (122 configurations of one program)",
              "cpu-tile": "programs generated and timed on this project's CPU with JAX (data/costmodel/tile: lax.map chunk sizes)",
+             "cpu-joint": "programs generated and timed on this project's CPU with JAX (data/costmodel/joint: chunk size × split)",
              "cpu-absolute": "programs generated and timed on this project's CPU with JAX (data/costmodel/absolute: runtimes)"}
 #: The generated data sets committed with the repository (data/costmodel/README.md).
-GENERATED = {"cpu-tile": REPO_ROOT / "data" / "costmodel" / "tile", "cpu-absolute": REPO_ROOT / "data" / "costmodel" / "absolute"}
+GENERATED = {name: REPO_ROOT / "data" / "costmodel" / name.removeprefix("cpu-") for name in ("cpu-tile", "cpu-joint", "cpu-absolute")}
 
 
 def load_graphs(data: str) -> list[TensorGraph]:
