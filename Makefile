@@ -98,7 +98,7 @@ PARALLEL_TESTS = OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(PYTEST_WORKER
 test: install system-test-deps lint typecheck difftune-harness
 	@status=0; \
 	$(PARALLEL_TESTS) -m "not browser and not serial" || status=$$?; \
-	$(BIN)/python -m pytest -q -m "browser or serial" || status=$$?; \
+	$(BIN)/python -m pytest -q -m "browser or serial" -n 2 --dist loadfile || status=$$?; \
 	exit $$status
 
 test-fast: install

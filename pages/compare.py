@@ -21,9 +21,8 @@ from engine.compare.presets import PRESETS
 from engine.compare.summary import header, summary_table, with_paper
 from engine.strategies import from_form
 from engine.strategies.registry import describe
-from workflows.compare import compare, import_peer_run, open_comparison, saved_comparisons, suggested_options, table_study
+from workflows.compare import DEFAULT_STRATEGIES, compare, import_peer_run, open_comparison, saved_comparisons, suggested_options, table_study
 
-DEFAULT_STRATEGIES = ["RS", "LHS", "GS", "GSR", "GA", "LM", "DLMT", "AUTO"]
 #: The status from the click on until the first runs end (loading the table, starting workers).
 STARTING = "Starting: preparing the table study…"
 

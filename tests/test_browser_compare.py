@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser_support import grid_cell, prepare_toy, served, wait_ready
+from workflows.compare import DEFAULT_STRATEGIES
 
 pytestmark = pytest.mark.browser
 server = served(prepare_toy)
@@ -44,7 +45,8 @@ def test_compare_status_from_the_first_instant_distinct_colours_and_worded_heade
     assert statuses, "no progress status was shown while the comparison ran"
     assert statuses[0].startswith("Starting"), statuses
     assert not [s for s in statuses if "()" in s or s.startswith("0/1 runs")], statuses
-    assert any(re.match(r"\d+/21 runs \(strategy [A-Z]+\)", s) for s in statuses[1:]), statuses
+    total = 3 * len(DEFAULT_STRATEGIES)  # 3 repetitions of each default strategy
+    assert any(re.match(rf"\d+/{total} runs \(strategy [A-Z]+\)", s) for s in statuses[1:]), statuses
 
     grid_cell(page, "DLMT").wait_for(state="attached")
     headers = [h.strip() for h in page.locator("[role='columnheader']").all_inner_texts() if h.strip()]
@@ -54,7 +56,7 @@ def test_compare_status_from_the_first_instant_distinct_colours_and_worded_heade
     charts = page.evaluate(LEGEND_COLOURS)
     assert len(charts) == 4
     for colours in charts:
-        assert len(colours) == 7 and None not in colours and len(set(colours)) == 7, colours
+        assert len(colours) == len(DEFAULT_STRATEGIES) and None not in colours and len(set(colours)) == len(colours), colours
         assert colours == charts[0]  # a strategy has the same colour in every chart
 
 

@@ -24,6 +24,9 @@ from storage import Store
 from storage.comparisons import list_comparisons, load_comparison, save_comparison
 from storage.costmodel import models
 
+#: What Compare proposes: the paper's strategies and Tunelab's default, AUTO.
+DEFAULT_STRATEGIES = ["RS", "LHS", "GS", "GSR", "GA", "LM", "DLMT", "AUTO"]
+
 
 def table_study(store: Store, name: str) -> BenchTable:
     """The table of a stored table study, as a replayable objective."""
