@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from engine.compare.peers import at_budget
 from engine.compare.replay import load_table
 from engine.compare.run import run_benchmark, run_seed
 from engine.io.paths import data_dir
@@ -208,11 +209,10 @@ def per_budget(rows: Sequence[dict[str, Any]], budgets: Sequence[int]) -> pd.Dat
     out = []
     for row in rows:
         for budget in [row["budget"]] if "budget" in row else budgets:
-            trace = row["trace"][:budget]
-            best = trace[-1] if trace else math.inf
+            trace, best, used = at_budget(row, budget)
             reached = next((i + 1 for i, v in enumerate(trace) if v <= WITHIN), budget + 1)
             out.append({"space": row["space"], "method": row["method"], "budget": budget, "rep": row["rep"],
-                        "slowdown": best, "within": best <= WITHIN, "used": row.get("used", len(trace)), "to_within": reached})
+                        "slowdown": best, "within": best <= WITHIN, "used": used, "to_within": reached})
     return pd.DataFrame(out)
 
 

@@ -184,3 +184,10 @@ def test_auto_hands_the_budget_dlmt_leaves_to_a_search_without_a_model(table, th
     model_steps = max(entry["step"] for entry in s.log)
     assert s.used == 100 and s.decisions and (history["step"] > model_steps).sum() > 0
     assert table.slowdown(s.best_value) <= 1.05
+
+
+def test_auto_pins_the_dlmt_options_it_does_not_offer(table):
+    s = make_strategy("AUTO", table.domain, 40, seed=0)
+    assert s.spend and s.refine == 0
+    with pytest.raises(UserError, match="AUTO option 'spend' false: not an option of AUTO"):
+        make_strategy("AUTO", table.domain, 40, seed=0, options={"spend": False})

@@ -42,6 +42,13 @@ def read_peer_rows(path: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
+def at_budget(row: Mapping[str, Any], budget: int) -> tuple[list[float], float, int]:
+    """A run cut at ``budget``: its trace, its best slowdown (inf when nothing was measured) and the measurements
+    charged (a Tunelab run's own count; a peer's trace length)."""
+    trace = [float(v) for v in row["trace"][:budget]]
+    return trace, (trace[-1] if trace else math.inf), int(row.get("used", len(trace)))
+
+
 def peer_comparison(rows: Sequence[Mapping[str, Any]], space: str, budget: int, optimum: float) -> Comparison:
     """The runs of ``space`` at ``budget`` as a :class:`Comparison` (value = best measured, ``optimum`` × its
     slowdown)."""
@@ -54,11 +61,10 @@ def peer_comparison(rows: Sequence[Mapping[str, Any]], space: str, budget: int, 
         raise UserError(f"peer run: no runs on {space!r} at budget {budget} (Tunelab's ran at {budgets})")
     records = []
     for row in chosen:
-        trace = [float(v) for v in row["trace"][:budget]]
-        best = trace[-1] if trace else math.inf
+        trace, best, used = at_budget(row, budget)
         records.append({"strategy": str(row["method"]), "rep": int(row["rep"]), "seed": 0,
                         "value": best * optimum if math.isfinite(best) else math.nan, "slowdown": best,
-                        "best_slowdown": best, "budget_used": int(row.get("used", len(trace))), "config": None, "trace": trace})
+                        "best_slowdown": best, "budget_used": used, "config": None, "trace": trace})
     runs = pd.DataFrame(records)
     methods = list(dict.fromkeys(runs["strategy"]))
     params = {"strategies": methods, "reps": int(runs.groupby("strategy").size().max()), "budget": budget, "seed": 0,

@@ -18,6 +18,8 @@ ranking against every peer is ``bench/peers.py``'s.
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from engine.strategies.base import Search
 from engine.strategies.bayes import EISettings, ei_steps
 from engine.strategies.dlmt import DLMT
@@ -26,12 +28,15 @@ from engine.strategies.options import Option
 HANDOFFS = ("bo", "local")
 #: Candidates BO scores when the space has no candidate list.
 POOL = 5000
+#: DLMT options AUTO does not offer: it always spends its budget, and its hand-off takes the place of ``refine``.
+_PINNED: dict[str, Any] = {"spend": True, "refine": 0}
 
 
 class Auto(DLMT):
     name = "AUTO"
     summary = "DLMT's designs and fixes, then a local search (or BO) with the budget left: the default choice"
-    OPTIONS = (*[o for o in DLMT.OPTIONS if o.name not in ("spend", "refine")],
+    PINNED: ClassVar[dict[str, Any]] = _PINNED
+    OPTIONS = (*[o for o in DLMT.OPTIONS if o.name not in _PINNED],
                Option("then", "local", "what takes the budget DLMT's model leaves: local (DLMT's local search) or bo "
                       "(a GP over the whole space)", "choice", choices=HANDOFFS))
 

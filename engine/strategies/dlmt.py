@@ -179,6 +179,8 @@ class DLMT(Strategy):
 
     name = "DLMT"
     summary = "D-optimal designs + ANOVA + linear models, fixing significant factors step by step"
+    #: Options a subclass takes out of its table, at these values.
+    PINNED: ClassVar[dict[str, Any]] = {}
     OPTIONS: ClassVar[tuple[Option, ...]] = (
         FORMULA,
         Option("quadratic_levels", 7, "fewest levels for a quadratic term in the initial model (0: none)", "int", low=0),
@@ -218,7 +220,7 @@ class DLMT(Strategy):
     def __init__(self, domain: Domain | Space, budget: int, seed: int | None = None, direction: str = "minimize",
                  **options: Any) -> None:
         super().__init__(domain, budget, seed, direction, **options)
-        o = self.options
+        o = {**self.PINNED, **self.options}
         if o["response"] in self.domain.names:
             raise UserError(f"DLMT option 'response' {shown(o['response'])}: must not be a factor's name")
         space = self.domain.space
@@ -232,8 +234,8 @@ class DLMT(Strategy):
             raise UserError("DLMT: the initial model has no terms")
         self.size, self.extra, self.pool, self.repeats = o["size"], int(o["extra"]), int(o["pool"]), int(o["repeats"])
         self.reuse, self.threshold, self.transform, self.fix = bool(o["reuse"]), float(o["threshold"]), o["transform"], o["fix"]
-        self.steps, self.measure_prediction, self.refine = int(o["steps"]), bool(o["measure_prediction"]), int(o.get("refine", 0))
-        self.spend, self.grow, self.release = bool(o.get("spend", True)), float(o["grow"]), o["release"]
+        self.steps, self.measure_prediction, self.refine = int(o["steps"]), bool(o["measure_prediction"]), int(o["refine"])
+        self.spend, self.grow, self.release = bool(o["spend"]), float(o["grow"]), o["release"]
         self.auto, self.analysis, self.response = bool(o["auto"]), o["analysis"], o["response"]
         self.anova_type = int(o["anova_type"])
         self.columns = TermColumns.shared(self.domain, o["coding"])

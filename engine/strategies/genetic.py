@@ -109,17 +109,17 @@ class Genetic(Strategy):
             order = np.argsort(loss, kind="stable")
             members, loss = members[order], loss[order]
             weights = self._roulette(loss) if self.selection == "roulette" else None
-            taken = list(self.measured(ok_only=False)[0])
+            taken = {int(c) for c in self.measured(ok_only=False)[0]}
             children = [members[0]]
             while len(children) < self.population:
                 child = self._child(members, loss, weights)
                 code = int(self.domain.encode(child[None, :])[0])
                 if code in taken:
-                    fresh = self.domain.nearest(child, np.array(taken, dtype=np.int64), self.rng)
+                    fresh = self.domain.nearest(child, np.fromiter(taken, np.int64, len(taken)), self.rng)
                     if fresh is None:
                         break  # every valid configuration is measured
                     child, code = fresh, int(self.domain.encode(fresh[None, :])[0])
-                taken.append(code)
+                taken.add(code)
                 children.append(child)
             if len(children) == 1:
                 return
