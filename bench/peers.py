@@ -22,6 +22,7 @@ Needs the ``peers`` extra (``pip install -e .[peers]``: Kernel Tuner 1.5). Usage
 
     python bench/peers.py [--reps 30] [--budgets 20,40,60,100,200] [--spaces convolution_milo_A4000,...]
                           [--tunelab RS,BO,TPE,GA,DLMT,AUTO] [--kt all] [--no-optuna] [--jobs 2] [--out runs.json]
+    python bench/peers.py --load peers.json tunelab.json   # one report of runs made apart
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from engine.compare.peers import at_budget
+from engine.compare.peers import at_budget, read_peer_rows
 from engine.compare.replay import load_table
 from engine.compare.run import run_benchmark, run_seed
 from engine.io.paths import data_dir
@@ -254,7 +255,15 @@ def main() -> int:
     parser.add_argument("--no-optuna", action="store_true")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", help="write every run (traces included) here as JSON")
+    parser.add_argument("--load", nargs="+", metavar="RUNS", help="report on saved runs (--out files, e.g. the peers "
+                        "and Tunelab's run apart on two cores) instead of running")
     args = parser.parse_args()
+    budgets = [int(b) for b in args.budgets.split(",")]
+    if args.load:
+        rows = [row for path in args.load for row in read_peer_rows(path)]
+        print(f"{len(rows)} runs from {', '.join(args.load)}")
+        print(report(per_budget(rows, budgets)))
+        return 0
     data = data_dir()
     if data is None:
         print("the shared data folder is absent", file=sys.stderr)
@@ -263,7 +272,6 @@ def main() -> int:
     if args.spaces:
         wanted = args.spaces.split(",")
         paths = [p for p in paths if p.name.removesuffix(".json.gz") in wanted]
-    budgets = [int(b) for b in args.budgets.split(",")]
     kt = [] if args.kt == "none" else list(KT_STRATEGIES) if args.kt == "all" else args.kt.split(",")
     names = [n for n in args.tunelab.split(",") if n]
 

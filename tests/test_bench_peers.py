@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from bench.peers import Cache, kt_run, optuna_run, per_budget, report
+from bench.peers import Cache, kt_run, main, optuna_run, per_budget, report
 
 
 def _cache(tmp_path, name="tiny.json.gz"):
@@ -50,6 +50,18 @@ def test_per_budget_reads_prefixes_and_report_ranks_methods(tmp_path):
     text = report(frame)
     assert "First per budget: 1: Tunelab DLMT (1.200), 3: KT x (1.000)" in text
     assert "Tunelab DLMT ÷ Tunelab RS" in text
+
+
+def test_runs_made_apart_are_reported_together(tmp_path, monkeypatch, capsys):
+    peers = [{"space": "s", "method": "KT x", "rep": 0, "trace": [2.0, 1.5, 1.0]}]
+    ours = [{"space": "s", "method": "Tunelab DLMT", "rep": 0, "budget": b, "trace": [1.0] * b, "used": b} for b in (1, 3)]
+    files = [tmp_path / "peers.json", tmp_path / "ours.json"]
+    for path, rows in zip(files, (peers, ours)):
+        path.write_text(json.dumps(rows))
+    monkeypatch.setattr("sys.argv", ["peers.py", "--budgets", "1,3", "--load", *map(str, files)])
+    assert main() == 0
+    out = capsys.readouterr().out
+    assert "3 runs from" in out and "First per budget: 1: Tunelab DLMT (1.000), 3: KT x (1.000)" in out
 
 
 @pytest.mark.parametrize("strategy", ["random_sample", "genetic_algorithm"])
