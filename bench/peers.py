@@ -47,6 +47,7 @@ import pandas as pd
 from engine.compare.peers import at_budget, read_peer_rows
 from engine.compare.replay import load_table
 from engine.compare.run import run_benchmark, run_seed
+from engine.errors import UserError
 from engine.io.paths import data_dir
 
 #: Kernel Tuner 1.5's search strategies that run on a cache (brute force left out: it is the cache).
@@ -260,7 +261,11 @@ def main() -> int:
     args = parser.parse_args()
     budgets = [int(b) for b in args.budgets.split(",")]
     if args.load:
-        rows = [row for path in args.load for row in read_peer_rows(path)]
+        try:
+            rows = [row for path in args.load for row in read_peer_rows(path)]
+        except UserError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
         print(f"{len(rows)} runs from {', '.join(args.load)}")
         print(report(per_budget(rows, budgets)))
         return 0

@@ -30,3 +30,11 @@ def test_batch_keeps_order_and_refuses_bad_blocks() -> None:
     assert isinstance(out[1], str) and "0f0b0f" in out[1]
     with pytest.raises(UserError, match="hex"):
         decode_block("xyz")
+
+
+def test_a_missing_llvm_mc_is_named_with_its_package(monkeypatch) -> None:
+    from engine.surrogates.difftune import decode
+
+    monkeypatch.setattr(decode, "LLVM_MC", "llvm-mc-19-absent")
+    with pytest.raises(UserError, match=r"^llvm-mc-19-absent is not installed: .*apt-get install llvm-19\)$"):
+        decode._run_mc("0x90")

@@ -191,3 +191,25 @@ def test_auto_pins_the_dlmt_options_it_does_not_offer(table):
     assert s.spend and s.refine == 0
     with pytest.raises(UserError, match="AUTO option 'spend' false: not an option of AUTO"):
         make_strategy("AUTO", table.domain, 40, seed=0, options={"spend": False})
+
+
+def test_a_design_the_budget_cannot_pay_for_shrinks_so_that_its_prediction_is_measured(table):
+    # 7 coefficients want 14 runs; 10 pay for 9 runs with 3 residual df once I(b^2) goes, and the prediction
+    s = drive(make_strategy("DLMT", table.domain, 10, seed=3), table.evaluate)
+    first = s.log[0]
+    assert first["design"] == 9 and "I(b^2)" not in first["terms"] and "I(1/a)" in first["terms"]
+    assert s.decisions and s.used == 10
+    assert (s.history()["step"] == 1).sum() == 10  # the design and its predicted best
+    paper = drive(make_strategy("DLMT", table.domain, 10, seed=3, options=PAPER), table.evaluate)
+    assert paper.log[0]["design"] == 14 and not paper.decisions  # the paper's protocol: cut short, never fitted
+
+
+def test_the_predicted_best_keeps_the_best_measurement_s_levels_where_the_model_is_silent(table):
+    s = make_strategy("DLMT", table.domain, 40, seed=0)
+    cand = table.domain.index
+    best = cand[int(np.argmax((cand[:, 0] == 3) & (cand[:, 1] == 1) & (cand[:, 2] == 1) & (cand[:, 3] == 0)))]
+    values, statuses = table.evaluate(best[None, :])
+    s.tell_index(best[None, :], values, statuses)
+    predicted = np.where(cand[:, 0] == 2, 1.0, 2.0)  # a model of factor a alone: every a = 4 ties
+    chosen = s._predicted_best(cand, predicted)
+    assert chosen[0] == 2 and list(chosen[1:]) == list(best[1:])

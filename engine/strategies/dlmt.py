@@ -35,7 +35,8 @@ Generic and automatic (docs/dlmt.md §5, Orio's ``dlmt.py``), with no factor ord
    steps, the budget or an empty model.
 6. **Use the budget** (``spend``, default; Tunelab's, issue 19). A step that fixes nothing grows the next
    design by ``grow`` × its runs (the paper's scripts refitted the same runs, so such steps measured
-   nothing and still counted against ``steps``). A fix is released when a measurement outside its
+   nothing and still counted against ``steps``); a design the budget left cannot pay for shrinks (fewer
+   runs, then fewer higher-order terms) so that it is fitted and its prediction measured. A fix is released when a measurement outside its
    subspace beats the subspace's best by more than ``release`` (5%): the measurements contradict it;
    each factor is released once, its initial terms come back, and the step's log says so (with ``auto``;
    a person reviewing the decisions edits them instead). Once the model
@@ -92,6 +93,8 @@ if TYPE_CHECKING:  # engine.analysis is imported lazily, where it is used
 SIZE_RULES = ("2k", "orio")
 #: Best measurements whose one-level moves the local search tries before it looks further from the best.
 LOCAL_CENTRES = 5
+#: Residual degrees of freedom a design cut to the budget keeps for its tests.
+MIN_RESIDUAL_DF = 3
 ANALYSES = ("fast", "full")
 FIX_RULES = ("top", "all")
 ANOVA_TYPES = (1, 2)
@@ -286,6 +289,8 @@ class DLMT(Strategy):
                 return
             X, slices = self.columns.matrix(self.terms, index=sample)
             n = max(design_size(self.size, X.shape[1], len(self.terms), self.extra), len(forced) + grow)
+            if self.spend:
+                X, slices, n = self._affordable(sample, X, slices, n, len(forced))
             chosen = doptimal_rows(X, max(n, len(forced) + 1), forced=forced, rng=self.rng, repeats=self.repeats)
             entry.update(terms=[t.name for t in self.terms], size=n, design=len(chosen), reused=len(forced))
             yield sample[chosen]
@@ -306,6 +311,28 @@ class DLMT(Strategy):
             entry["fixed"] = {self.domain.names[j]: int(v) for j, v in self.fixed.items()}
             if not self.terms:
                 return
+
+    def _affordable(self, sample: np.ndarray, X: np.ndarray, slices: list[slice], n: int,
+                    forced: int) -> tuple[np.ndarray, list[slice], int]:
+        """A design the budget left pays for (its forced runs are measured already) with the step's predicted
+        best: fewer runs, down to the coefficients + :data:`MIN_RESIDUAL_DF`, then without the model's
+        higher-order terms, last first. A design cut short by the budget is never fitted: on gemm (15 coefficients)
+        at budget 20, 20 runs of a 30-run design ended at 1.433 × the optimum, random search at 1.382, a 19-run
+        design and its prediction at 1.324 (150 runs each)."""
+        if n - forced <= self.budget - self.used:
+            return X, slices, n
+        room = self.budget - self.used - int(self.measure_prediction)
+        while n - forced > room:
+            fits = max(X.shape[1] + MIN_RESIDUAL_DF, forced + 1)
+            if fits - forced <= room:
+                return X, slices, forced + room
+            higher = [t for t in self.terms if len(t.parts) > 1 or t.parts[0][1] != 1]
+            if not higher:
+                break
+            self.terms = [t for t in self.terms if t is not higher[-1]]
+            X, slices = self.columns.matrix(self.terms, index=sample)
+            n = min(n, max(design_size(self.size, X.shape[1], len(self.terms), self.extra), forced + 1))
+        return X, slices, n
 
     def _growth(self, runs: int) -> int:
         """Runs the next design adds after a step that fixed nothing (none without ``spend``: the paper refits)."""
@@ -439,8 +466,21 @@ class DLMT(Strategy):
             if reduced is fitted:
                 terms = self.terms
             Xc, _ = self.columns.matrix(terms, rows=rows) if rows is not None else self.columns.matrix(terms, index=cand)
-            best = cand[int(np.argmin(self.sign * reduced.predict(Xc)))]
+            best = self._predicted_best(cand, reduced.predict(Xc))
         return fitted, significant, best
+
+    def _predicted_best(self, cand: np.ndarray, predicted: np.ndarray) -> np.ndarray:
+        """The candidate the model predicts best; among those it cannot tell apart (they differ only in factors
+        outside the model), the closest to the best measurement: a factor the model says nothing about keeps a
+        level measured to work rather than the candidate list's first."""
+        score = self.sign * np.asarray(predicted, dtype=float)
+        low = float(score.min())
+        tied = np.flatnonzero(score <= low + 1e-9 * max(abs(low), 1.0))
+        pick = tied[0]
+        if len(tied) > 1 and self.best_index is not None:
+            pick = tied[int(np.argmin((cand[tied] != self.best_index).sum(axis=1)))]
+        chosen: np.ndarray = cand[pick]
+        return chosen
 
     def _to_fix(self, significant: list[int], p: Sequence[float] | np.ndarray) -> list[int]:
         """The significant terms whose factors get fixed under the ``fix`` rule."""
@@ -507,7 +547,7 @@ class DLMT(Strategy):
             reduced = LinearModel(f"{self.response} ~ " + " + ".join(self.terms[t].name for t in significant),
                                   transform="none" if lam is None else lam).fit(data)
             fit = predict(reduced, self.domain.frame(cand))["fit"].to_numpy()
-            best = cand[int(np.argmin(self.sign * fit))]
+            best = self._predicted_best(cand, fit)
         return model, p, significant, best
 
     def _decision_full(self, model: LinearModel, p: list[float], significant: list[int], best: np.ndarray | None) -> Decision:

@@ -121,10 +121,13 @@ _HIGH8 = {iced.Register.AH, iced.Register.BH, iced.Register.CH, iced.Register.DH
 
 def _run_mc(data: str) -> tuple[list[_McInst], bool]:
     """Disassemble ``data`` (``0x..`` bytes); returns instructions and whether llvm-mc warned."""
-    proc = subprocess.run(
-        [LLVM_MC, "--disassemble", "-triple=x86_64", "--show-inst"],
-        input=data, capture_output=True, text=True, check=False,
-    )
+    try:
+        proc = subprocess.run(
+            [LLVM_MC, "--disassemble", "-triple=x86_64", "--show-inst"],
+            input=data, capture_output=True, text=True, check=False,
+        )
+    except FileNotFoundError:
+        raise UserError(f"{LLVM_MC} is not installed: it decodes the blocks (Debian: apt-get install llvm-19)") from None
     out: list[_McInst] = []
     asm, opcode, ops = "", "", list[str]()
     for line in proc.stdout.splitlines():
