@@ -95,10 +95,12 @@ typecheck: install
 PYTEST_WORKERS ?= 2
 # One compute thread per worker (torch, BLAS): two workers each spinning two threads on 2 cores thrash.
 PARALLEL_TESTS = OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
+# Each phase lists its slowest tests: make test has a 15-minute goal on 2 cores.
+DURATIONS = --durations=12 --durations-min=5
 test: install system-test-deps lint typecheck difftune-harness
 	@status=0; \
-	$(PARALLEL_TESTS) -m "not browser and not serial" || status=$$?; \
-	$(BIN)/python -m pytest -q -m "browser or serial" -n 2 --dist loadfile || status=$$?; \
+	$(PARALLEL_TESTS) $(DURATIONS) -m "not browser and not serial" || status=$$?; \
+	$(BIN)/python -m pytest -q $(DURATIONS) -m "browser or serial" -n 2 --dist loadfile || status=$$?; \
 	exit $$status
 
 test-fast: install

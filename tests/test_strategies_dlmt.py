@@ -177,7 +177,7 @@ def test_a_fix_contradicted_by_a_better_measurement_is_released(table):
     assert "released" not in again  # each factor once
 
 
-@pytest.mark.parametrize("then", ["local", "bo"])
+@pytest.mark.parametrize("then", ["local", "bo", "tpe"])
 def test_auto_hands_the_budget_dlmt_leaves_to_a_search_without_a_model(table, then):
     s = drive(make_strategy("AUTO", table.domain, 100, seed=2, options={"then": then}), table.evaluate)
     history = s.history()
@@ -213,3 +213,9 @@ def test_the_predicted_best_keeps_the_best_measurement_s_levels_where_the_model_
     predicted = np.where(cand[:, 0] == 2, 1.0, 2.0)  # a model of factor a alone: every a = 4 ties
     chosen = s._predicted_best(cand, predicted)
     assert chosen[0] == 2 and list(chosen[1:]) == list(best[1:])
+
+
+def test_auto_with_a_local_hand_off_measures_what_dlmt_measures(table):
+    dlmt = drive(make_strategy("DLMT", table.domain, 50, seed=4), table.evaluate).history()
+    auto = drive(make_strategy("AUTO", table.domain, 50, seed=4), table.evaluate).history()
+    assert dlmt[table.space.names].equals(auto[table.space.names])

@@ -23,6 +23,7 @@ and the registry lists TPE as unavailable.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -66,6 +67,76 @@ def _unevenness(points: np.ndarray) -> float:
     return float(gaps.std() / gaps.mean())
 
 
+@dataclass(frozen=True)
+class TPESettings:
+    """What TPE's loop needs (TPE's options of the same names)."""
+
+    startup: int = 10
+    encoding: str = "categorical"
+    multivariate: bool = True
+
+
+class _Levels:
+    """A space's factors as Optuna sees them under an encoding: distributions, and suggestions ↔ level rows."""
+
+    def __init__(self, space: Space, encoding: str) -> None:
+        self.factors = space.factors
+        self.scales = [level_scale(f) if encoding == "ordered" else None for f in self.factors]
+
+    def distributions(self) -> dict[str, Any]:
+        from optuna.distributions import CategoricalDistribution, FloatDistribution
+
+        return {f.name: (CategoricalDistribution(list(range(f.n_levels))) if scale is None
+                         else FloatDistribution(float(scale[0]), float(scale[-1])))
+                for f, scale in zip(self.factors, self.scales)}
+
+    def row(self, params: dict[str, Any]) -> list[int]:
+        """Level indices of a suggestion (a number snapped to its nearest level)."""
+        return [int(params[f.name]) if scale is None else int(np.argmin(np.abs(scale - params[f.name])))
+                for f, scale in zip(self.factors, self.scales)]
+
+    def params(self, row: np.ndarray) -> dict[str, Any]:
+        """The suggestion that stands for a configuration (its levels' own points)."""
+        return {f.name: int(i) if scale is None else float(scale[i]) for f, scale, i in zip(self.factors, self.scales, row)}
+
+
+def tpe_steps(strategy: Strategy, settings: TPESettings) -> Search:
+    """TPE's loop until ``strategy``'s budget is spent, from what it has measured already (told as trials: the
+    failed ones pruned): TPE's own search, and the search of a strategy that hands its budget over to TPE."""
+    import optuna
+    from optuna.trial import TrialState, create_trial
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # multivariate: stable in practice
+        sampler = optuna.samplers.TPESampler(seed=strategy.seed, n_startup_trials=settings.startup,
+                                             multivariate=settings.multivariate)
+    study = optuna.create_study(direction="minimize", sampler=sampler)
+    levels = _Levels(strategy.domain.space, settings.encoding)
+    dists = levels.distributions()
+    good = set(strategy.measured()[0].tolist())
+    codes, loss = strategy.measured(ok_only=False)
+    for code, value, row in zip(codes.tolist(), loss, strategy.domain.decode(codes)):
+        ok = code in good
+        study.add_trial(create_trial(params=levels.params(row), distributions=dists, value=float(value) if ok else None,
+                                     state=TrialState.COMPLETE if ok else TrialState.PRUNED))
+    while strategy.used < strategy.budget:
+        trial = study.ask(dists)
+        row = levels.row(trial.params)
+        before = strategy.used
+        result = yield strategy.measure(row)
+        if result.ok[0]:
+            study.tell(trial, float(result.loss[0]))
+        else:
+            study.tell(trial, state=TrialState.PRUNED)
+        if strategy.used == before:  # nothing new measured: the closest valid configuration not measured yet
+            tried, _ = strategy.measured(ok_only=False)
+            instead = strategy.domain.nearest(np.array(row), tried, strategy.rng)
+            if instead is None:
+                return  # every valid configuration is measured
+            study.enqueue_trial(levels.params(instead))
+
+
 class OptunaTPE(Strategy):
     name = "TPE"
     summary = "Optuna's TPE sampler, levels as choices (or on their own scale); infeasible and failed points pruned"
@@ -81,49 +152,8 @@ class OptunaTPE(Strategy):
         if not available():
             raise UserError("strategy TPE needs the optional package optuna (pip install optuna)")
         super().__init__(domain, budget, seed, direction, **options)
-        self.startup = int(self.options["startup"])
-        factors = self.domain.space.factors
-        self.scales = [level_scale(f) if self.options["encoding"] == "ordered" else None for f in factors]
-
-    def _distributions(self) -> dict[str, Any]:
-        from optuna.distributions import CategoricalDistribution, FloatDistribution
-
-        return {f.name: (CategoricalDistribution(list(range(f.n_levels))) if scale is None
-                         else FloatDistribution(float(scale[0]), float(scale[-1])))
-                for f, scale in zip(self.domain.space.factors, self.scales)}
-
-    def _row(self, params: dict[str, Any]) -> list[int]:
-        """Level indices of a suggestion (a number snapped to its nearest level)."""
-        return [int(params[f.name]) if scale is None else int(np.argmin(np.abs(scale - params[f.name])))
-                for f, scale in zip(self.domain.space.factors, self.scales)]
-
-    def _params(self, row: np.ndarray) -> dict[str, Any]:
-        """The suggestion that stands for a configuration (its levels' own points)."""
-        return {f.name: int(i) if scale is None else float(scale[i]) for f, scale, i in zip(self.domain.space.factors, self.scales, row)}
+        o = self.options
+        self.settings = TPESettings(int(o["startup"]), o["encoding"], bool(o["multivariate"]))
 
     def _search(self) -> Search:
-        import optuna
-        from optuna.trial import TrialState
-
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # multivariate: stable in practice
-            sampler = optuna.samplers.TPESampler(seed=self.seed, n_startup_trials=self.startup,
-                                                 multivariate=bool(self.options["multivariate"]))
-        study = optuna.create_study(direction="minimize", sampler=sampler)
-        dists = self._distributions()
-        while self.used < self.budget:
-            trial = study.ask(dists)
-            row = self._row(trial.params)
-            before = self.used
-            result = yield self.measure(row)
-            if result.ok[0]:
-                study.tell(trial, float(result.loss[0]))
-            else:
-                study.tell(trial, state=TrialState.PRUNED)
-            if self.used == before:  # nothing new measured: the closest valid configuration not measured yet
-                tried, _ = self.measured(ok_only=False)
-                instead = self.domain.nearest(np.array(row), tried, self.rng)
-                if instead is None:
-                    return  # every valid configuration is measured
-                study.enqueue_trial(self._params(instead))
+        yield from tpe_steps(self, self.settings)
