@@ -228,8 +228,12 @@ def report(frame: pd.DataFrame) -> str:
     lines.append(geo.sort_values(geo.columns[-1]).to_string(float_format=lambda v: f"{v:.3f}"))
     lines.append("\nShare of runs within 5% of the best:")
     lines.append(within.loc[geo.sort_values(geo.columns[-1]).index].to_string(float_format=lambda v: f"{v:.2f}"))
-    lines.append("\nFirst per budget: " + ", ".join(f"{b}: {geo[b].idxmin()} ({geo[b].min():.3f})" for b in geo.columns))
     top = frame["budget"].max()
+    broken = frame[(frame["budget"] == top) & ~np.isfinite(frame["slowdown"])].groupby(["method", "space"]).size()
+    if len(broken):
+        lines.append(f"\nRuns that measured no working configuration in {top} (slowdown inf): " + ", ".join(
+            f"{method} on {space} ({count})" for (method, space), count in broken.items()))
+    lines.append("\nFirst per budget: " + ", ".join(f"{b}: {geo[b].idxmin()} ({geo[b].min():.3f})" for b in geo.columns))
     reach = frame[frame["budget"] == top].groupby(["method", "space"])["to_within"].median().unstack("space")
     lines.append(f"\nMedian measurements to the first configuration within 5% (budget {top}; {top + 1} = never):")
     lines.append(reach.to_string(float_format=lambda v: f"{v:.0f}"))

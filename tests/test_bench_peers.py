@@ -44,12 +44,14 @@ def test_per_budget_reads_prefixes_and_report_ranks_methods(tmp_path):
     rows = [{"space": "s", "method": "KT x", "rep": r, "trace": [2.0, 1.5, 1.0]} for r in range(2)]
     rows += [{"space": "s", "method": "Tunelab DLMT", "rep": 0, "budget": b, "trace": [1.2, 1.0][:b], "used": b} for b in (1, 3)]
     rows += [{"space": "s", "method": "Tunelab RS", "rep": 0, "budget": b, "trace": [3.0], "used": 1} for b in (1, 3)]
+    rows += [{"space": "s", "method": "KT stuck", "rep": 0, "trace": [math.inf, math.inf]}]  # only failures measured
     frame = per_budget(rows, [1, 3])
     kt = frame[frame["method"] == "KT x"].set_index(["budget", "rep"])
     assert kt.loc[(1, 0), "slowdown"] == 2.0 and kt.loc[(3, 0), "slowdown"] == 1.0 and kt.loc[(3, 0), "to_within"] == 3
     text = report(frame)
     assert "First per budget: 1: Tunelab DLMT (1.200), 3: KT x (1.000)" in text
     assert "Tunelab DLMT ÷ Tunelab RS" in text
+    assert "Runs that measured no working configuration in 3 (slowdown inf): KT stuck on s (1)" in text
 
 
 def test_runs_made_apart_are_reported_together(tmp_path, monkeypatch, capsys):
