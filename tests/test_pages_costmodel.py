@@ -3,7 +3,6 @@ the real CLI on the 15 real TPU kernels (cheap baselines only: no GNN is trained
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ import pytest
 from storage import Store
 from storage.costmodel import evaluations
 from tests.conftest import run_cli
-from tests.test_pages import page
+from tests.page_support import figure, open_section, submit, table
 
 CHEAP = ("heuristic", "gbdt", "default")
 
@@ -28,31 +27,15 @@ def world(data, tmp_path_factory) -> Path:
 
 
 def section(timeout: float = 120):
-    """The page opened on its Cost model section (the section is in the URL)."""
-    at = page("surrogates.py")
-    at.query_params["sg_section"] = "Cost model"
-    at.run(timeout=timeout)
-    assert not at.exception and not at.error, (at.exception, at.error)
-    return at
+    return open_section("Cost model", timeout)
 
 
 def chart(at, key: str) -> dict:
-    """The plotly figure (JSON) of the chart with that key."""
-    return json.loads(next(c for c in at.get("plotly_chart") if c.key == key).proto.spec)
+    return figure(at, key)
 
 
 def names(at, key: str) -> list[str]:
     return [trace.get("name") for trace in chart(at, key)["data"]]
-
-
-def table(at, column: str):
-    """The first table on the page with that column (AppTest keeps no dataframe keys)."""
-    return next(d.value for d in at.dataframe if column in d.value.columns)
-
-
-def submit(at, label: str, timeout: float = 120):
-    next(b for b in at.button if b.label == label).click().run(timeout=timeout)
-    return at
 
 
 def test_the_section_shows_the_stored_evaluation(world):

@@ -4,7 +4,6 @@ by the real CLI, a surrogate trained from the page's form (a background job), an
 from __future__ import annotations
 
 import base64
-import json
 import time
 from pathlib import Path
 
@@ -16,7 +15,7 @@ pytest.importorskip("torch")
 from storage import Store
 from storage.difftune_experiments import surrogate
 from tests.conftest import run_cli
-from tests.test_pages import page
+from tests.page_support import figure, open_section, submit, table
 
 TINY = {"dt_tr_epochs": 1, "dt_tr_embedding": 16, "dt_tr_hidden": 16, "dt_tr_layers": 1, "dt_tr_batch": 64}
 
@@ -45,17 +44,12 @@ def trained(world) -> Path:
 
 
 def learning(timeout: float = 120):
-    """The page opened on its DiffTune learning section (the section is in the URL)."""
-    at = page("surrogates.py")
-    at.query_params["sg_section"] = "DiffTune learning"
-    at.run(timeout=timeout)
-    assert not at.exception and not at.error, (at.exception, at.error)
-    return at
+    return open_section("DiffTune learning", timeout)
 
 
 def chart(at, key: str) -> list[dict]:
-    """The traces of the chart with that key (plotly's JSON)."""
-    return json.loads(next(c for c in at.get("plotly_chart") if c.key == key).proto.spec)["data"]
+    """The traces of the chart with that key."""
+    return figure(at, key)["data"]
 
 
 def values(array) -> np.ndarray:
@@ -64,16 +58,6 @@ def values(array) -> np.ndarray:
         flat = np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"])
         return flat.reshape([int(n) for n in str(array["shape"]).split(",")]) if "shape" in array else flat
     return np.asarray(array)
-
-
-def table(at, column: str):
-    """The first table on the page with that column (AppTest keeps no dataframe keys)."""
-    return next(d.value for d in at.dataframe if column in d.value.columns)
-
-
-def submit(at, label: str, timeout: float = 120):
-    next(b for b in at.button if b.label == label).click().run(timeout=timeout)
-    return at
 
 
 def test_train_a_surrogate_from_the_page_and_see_its_curves(world):
