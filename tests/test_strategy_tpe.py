@@ -63,3 +63,32 @@ def test_nearest_keeps_to_the_suggestion():
     near = {tuple(domain.nearest(row, taken, rng)) for _ in range(40)}
     assert near == {(1, 1), (3, 1)}  # one level step (1/4 of the range) beats another category (1)
     assert domain.nearest(row, domain.codes, rng) is None
+
+
+@pytest.mark.parametrize("encoding", ["categorical", "ordered"])
+def test_a_hand_off_tells_tpe_every_measurement_failures_pruned(encoding):
+    from optuna.trial import TrialState
+
+    from engine.strategies.optuna_tpe import TPESettings, _Levels, told_study
+
+    table = small_table()
+    s = make_strategy("RS", table.domain, 50, seed=0)
+    index = table.domain.index
+    failed = np.flatnonzero(table.evaluate(index)[1] != "ok")
+    rows = index[np.concatenate([failed, [0, 5, 9]])]
+    s.tell_index(rows, *table.evaluate(rows))
+    levels = _Levels(table.space, encoding)
+    study = told_study(s, TPESettings(encoding=encoding), levels)
+    states = [t.state for t in study.trials]
+    assert states.count(TrialState.PRUNED) == len(failed) and states.count(TrialState.COMPLETE) == 3
+    assert study.best_value == s.best_loss
+    assert sorted(tuple(levels.row(t.params)) for t in study.trials) == sorted(map(tuple, rows.tolist()))
+
+
+def test_auto_names_the_missing_optuna_when_it_hands_off_to_tpe(monkeypatch):
+    from engine.errors import UserError
+    from engine.strategies import optuna_tpe
+
+    monkeypatch.setattr(optuna_tpe, "available", lambda: False)
+    with pytest.raises(UserError, match=r"^AUTO option 'then' tpe: needs the optional package optuna"):
+        make_strategy("AUTO", small_table().domain, 40, seed=0, options={"then": "tpe"})

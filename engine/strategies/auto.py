@@ -24,9 +24,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from engine.errors import UserError
+from engine.space.factors import Space
+from engine.strategies import optuna_tpe
 from engine.strategies.base import Search
 from engine.strategies.bayes import EISettings, ei_steps
 from engine.strategies.dlmt import DLMT
+from engine.strategies.domain import Domain
 from engine.strategies.options import Option
 from engine.strategies.optuna_tpe import TPESettings, tpe_steps
 
@@ -44,6 +48,12 @@ class Auto(DLMT):
     OPTIONS = (*[o for o in DLMT.OPTIONS if o.name not in _PINNED],
                Option("then", "local", "what takes the budget DLMT's model leaves: local (DLMT's local search), bo "
                       "(a GP over the whole space) or tpe (Optuna's TPE, told every measurement)", "choice", choices=HANDOFFS))
+
+    def __init__(self, domain: Domain | Space, budget: int, seed: int | None = None, direction: str = "minimize",
+                 **options: Any) -> None:
+        super().__init__(domain, budget, seed, direction, **options)
+        if self.options["then"] == "tpe" and not optuna_tpe.available():
+            raise UserError("AUTO option 'then' tpe: needs the optional package optuna (pip install optuna)")
 
     def _search(self) -> Search:
         yield from self._steps()

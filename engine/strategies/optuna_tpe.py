@@ -100,9 +100,9 @@ class _Levels:
         return {f.name: int(i) if scale is None else float(scale[i]) for f, scale, i in zip(self.factors, self.scales, row)}
 
 
-def tpe_steps(strategy: Strategy, settings: TPESettings) -> Search:
-    """TPE's loop until ``strategy``'s budget is spent, from what it has measured already (told as trials: the
-    failed ones pruned): TPE's own search, and the search of a strategy that hands its budget over to TPE."""
+def told_study(strategy: Strategy, settings: TPESettings, levels: _Levels) -> Any:
+    """An Optuna study with a TPE sampler, told everything ``strategy`` has measured: successes as complete
+    trials, failures as pruned ones (what a strategy that hands its budget over to TPE has learnt)."""
     import optuna
     from optuna.trial import TrialState, create_trial
 
@@ -112,7 +112,6 @@ def tpe_steps(strategy: Strategy, settings: TPESettings) -> Search:
         sampler = optuna.samplers.TPESampler(seed=strategy.seed, n_startup_trials=settings.startup,
                                              multivariate=settings.multivariate)
     study = optuna.create_study(direction="minimize", sampler=sampler)
-    levels = _Levels(strategy.domain.space, settings.encoding)
     dists = levels.distributions()
     good = set(strategy.measured()[0].tolist())
     codes, loss = strategy.measured(ok_only=False)
@@ -120,6 +119,17 @@ def tpe_steps(strategy: Strategy, settings: TPESettings) -> Search:
         ok = code in good
         study.add_trial(create_trial(params=levels.params(row), distributions=dists, value=float(value) if ok else None,
                                      state=TrialState.COMPLETE if ok else TrialState.PRUNED))
+    return study
+
+
+def tpe_steps(strategy: Strategy, settings: TPESettings) -> Search:
+    """TPE's loop until ``strategy``'s budget is spent, from what it has measured already: TPE's own search, and
+    the search of a strategy that hands its budget over to TPE."""
+    from optuna.trial import TrialState
+
+    levels = _Levels(strategy.domain.space, settings.encoding)
+    study = told_study(strategy, settings, levels)
+    dists = levels.distributions()
     while strategy.used < strategy.budget:
         trial = study.ask(dists)
         row = levels.row(trial.params)
