@@ -177,7 +177,7 @@ def test_a_fix_contradicted_by_a_better_measurement_is_released(table):
     assert "released" not in again  # each factor once
 
 
-@pytest.mark.parametrize("then", ["local", "bo", "tpe"])
+@pytest.mark.parametrize("then", ["forest", "local", "bo", "tpe"])
 def test_auto_hands_the_budget_dlmt_leaves_to_a_search_without_a_model(table, then):
     s = drive(make_strategy("AUTO", table.domain, 100, seed=2, options={"then": then}), table.evaluate)
     history = s.history()
@@ -215,7 +215,33 @@ def test_the_predicted_best_keeps_the_best_measurement_s_levels_where_the_model_
     assert chosen[0] == 2 and list(chosen[1:]) == list(best[1:])
 
 
-def test_auto_with_a_local_hand_off_measures_what_dlmt_measures(table):
+def test_auto_with_a_local_hand_off_and_no_patience_measures_what_dlmt_measures(table):
     dlmt = drive(make_strategy("DLMT", table.domain, 50, seed=4), table.evaluate).history()
-    auto = drive(make_strategy("AUTO", table.domain, 50, seed=4), table.evaluate).history()
-    assert dlmt[table.space.names].equals(auto[table.space.names])
+    auto = make_strategy("AUTO", table.domain, 50, seed=4, options={"then": "local", "patience": 0})
+    assert dlmt[table.space.names].equals(drive(auto, table.evaluate).history()[table.space.names])
+
+
+def test_dlmt_steps_end_after_patience_steps_that_find_nothing_better(table):
+    s = drive(make_strategy("DLMT", table.domain, 120, seed=0, options={"patience": 1}), table.evaluate)
+    history = s.history()
+    stalled = [e for e in s.log if "stalled" in e]
+    assert len(stalled) == 1 and stalled[0] is s.log[-1]
+    step = stalled[0]["step"]
+    before = history[history["step"] < step]
+    assert before["step"].iloc[-1] == step - 1  # the step before ended with its predicted best, no better than the rest
+    assert before["value"].iloc[-1] >= before["value"].iloc[:-1].min()
+    assert s.used == 120 and (history["step"] > step).sum() > 0  # the local search took the rest
+    assert make_strategy("DLMT", table.domain, 40, seed=0).patience == 0  # DLMT's own default: every step
+    assert make_strategy("AUTO", table.domain, 40, seed=0).patience == 1
+
+
+def test_a_subspace_measured_whole_ends_the_steps_instead_of_refitting_it(table):
+    # a = 32 leaves 18 configurations, all measured: the next design would be those 18 again and measure nothing
+    s = make_strategy("DLMT", table.domain, 40, seed=0)
+    s.fixed = {0: 5}
+    s.terms = [t for t in s.terms if "a" not in t.factors]
+    rows = table.domain.index[table.domain.index[:, 0] == 5]
+    s.tell_index(rows, *table.evaluate(rows))
+    drive(s, table.evaluate)
+    assert len(rows) == 18 and s.log[0].get("exhaustive") and "design" not in s.log[0]
+    assert s.used == 40 and (s.history()["step"] > 1).sum() == 40 - 18  # the local search took the budget left

@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("tune", help="run a search strategy (DLMT, RS, BO, ...) on a study with its runner",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog_from=_options_help)
     p.add_argument("--study", required=True, help="study name")
-    p.add_argument("--strategy", default="AUTO", help="strategy name (default %(default)s: DLMT, then a local search)")
+    p.add_argument("--strategy", default="AUTO", help="strategy name (default %(default)s: DLMT while it finds better, then trees and local moves)")
     p.add_argument("--budget", type=int, required=True, action=bounded(1, MAX_COUNT), help="most configurations to measure")
     p.add_argument("--seed", type=int, default=0, action=bounded(0, MAX_SEED), help="random seed (default %(default)s)")
     p.add_argument("--options", metavar="JSON", help='strategy options, e.g. \'{"threshold": 0.01}\'')

@@ -42,7 +42,12 @@ Generic and automatic (docs/dlmt.md §5, Orio's ``dlmt.py``), with no factor ord
    a person reviewing the decisions edits them instead). Once the model
    is used up, the budget left goes to a local search: first-improvement one-level moves around the
    best measurements, free of every fix, widening to the closest unmeasured configuration when their
-   neighbourhoods are spent. Without ``spend`` (the paper preset, with ``release`` null), ``refine``
+   neighbourhoods are spent. A step whose grown design would be its whole subspace measures that subspace and
+   ends the steps (re-fitting the same runs measured nothing and still used a step); ``patience`` (0 = off; AUTO's
+   default is 1) ends them after that many steps in a row whose model did not earn its keep: its measured
+   predicted best was no better than every measurement before it (without ``measure_prediction``: the step
+   measured nothing better). Without
+   ``spend`` (the paper preset, with ``release`` null), ``refine``
    (default 3, 0 = off) measurements of a greedy descent from the best end the search, as before.
    The answer is the best configuration measured.
 
@@ -210,6 +215,8 @@ class DLMT(Strategy):
                "the model is used up goes to a local search from the best measurement (false: the paper's protocol)", "bool"),
         Option("grow", 0.5, "a step that fixed nothing adds this fraction of the design's runs (with ``spend``)", "float",
                low=0, exclusive=True),
+        Option("patience", 0, "steps in a row whose predicted best is no better than every measurement before it, after "
+               "which the model's steps end and the budget left goes to the search that follows (0: never)", "int", low=0),
         Option("release", 0.05, "free a fixed factor when a measurement outside the subspace beats the subspace's best "
                "by more than this fraction (null: the paper's protocol, never)", "float", low=0, optional=True),
         Option("anova_type", 1, "ANOVA: 1 sequential (R's aov) or 2 (car's Type II)", "choice", choices=ANOVA_TYPES),
@@ -239,6 +246,7 @@ class DLMT(Strategy):
         self.reuse, self.threshold, self.transform, self.fix = bool(o["reuse"]), float(o["threshold"]), o["transform"], o["fix"]
         self.steps, self.measure_prediction, self.refine = int(o["steps"]), bool(o["measure_prediction"]), int(o["refine"])
         self.spend, self.grow, self.release = bool(o["spend"]), float(o["grow"]), o["release"]
+        self.patience = int(o["patience"])
         self.auto, self.analysis, self.response = bool(o["auto"]), o["analysis"], o["response"]
         self.anova_type = int(o["anova_type"])
         self.columns = TermColumns.shared(self.domain, o["coding"])
@@ -266,11 +274,14 @@ class DLMT(Strategy):
             yield from self._refine()
 
     def _steps(self) -> Search:
-        grow = 0
+        grow, stale = 0, 0
         for step in range(1, self.steps + 1):
             self.step = step
             entry: dict[str, Any] = {"step": step}
             self.log.append(entry)
+            if self.patience and stale >= self.patience:
+                entry["stalled"] = stale
+                return
             if self.release is not None and self.auto:
                 self._release(entry)
             cand, rows = self._subspace()
@@ -289,19 +300,27 @@ class DLMT(Strategy):
                 return
             X, slices = self.columns.matrix(self.terms, index=sample)
             n = max(design_size(self.size, X.shape[1], len(self.terms), self.extra), len(forced) + grow)
+            if self.spend and n >= len(cand):  # the grown design is the whole subspace: measure it, end the steps
+                entry["exhaustive"] = True
+                yield cand
+                return
             if self.spend:
                 X, slices, n = self._affordable(sample, X, slices, n, len(forced))
             chosen = doptimal_rows(X, max(n, len(forced) + 1), forced=forced, rng=self.rng, repeats=self.repeats)
             entry.update(terms=[t.name for t in self.terms], size=n, design=len(chosen), reused=len(forced))
+            best_before = self.best_loss
             yield sample[chosen]
             analysis = self._analyse(cand, rows)
             if analysis is None:
                 entry["decision"] = "no fit"
-                grow = self._growth(n)
+                grow, stale = self._growth(n), stale + 1
                 continue
             best = analysis[-1]
-            if self.measure_prediction and best is not None:
-                yield best[None, :]
+            if self.measure_prediction:
+                best_before = self.best_loss  # the step counts when its model predicts better than everything measured
+                if best is not None:
+                    yield best[None, :]
+            stale = 0 if self.best_loss < best_before else stale + 1
             decision = self._decision(*analysis) if self.analysis == "fast" else self._decision_full(*analysis)
             decision = decision.accept("auto") if self.auto else (yield AwaitDecision(decision))
             self.decisions.append(decision)

@@ -1,0 +1,84 @@
+"""Forest picks: extremely randomised trees fitted to everything a strategy measured propose its next configuration.
+
+Why trees, where a strategy already has DLMT's linear model and BO's GP: on Kernel Tuner spaces the good levels of a
+factor are often not in order (block sizes that are powers of two among multiples of 16) and factors act through
+each other (a work-group size and the vector width that must divide it). A linear model in the level values and a
+smooth GP both average those patterns away; a tree splits on them. Each pick fits ``trees`` trees to the log of
+the objective and takes, among at most ``candidates`` unmeasured valid configurations drawn afresh, the one with the
+lowest lower bound: the trees' mean less ``kappa`` × their spread, so configurations unlike anything measured get
+their chance (``kappa`` 0 exploits only: on convolution A6000 it reached within 5% of the optimum in 55% of 20 runs
+of budget 200, against 90–100% for 0.5–2). Ties, frequent among trees, are broken at random: the first candidate
+of the list would bias the search towards low level indices.
+
+Features: each varying factor's level index, and one indicator per level for a factor of more than two levels
+(trees can then split off any one level, not only a threshold). Failed configurations are never proposed again
+but stay out of the fit: entered at the worst value measured (BO's ``penalty``) they pushed the picks away from the
+large blocks next to which the best convolution A6000 configurations lie (median measurements to within 5% of the
+optimum 99 against 82.5, 30 runs of budget 200).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.strategies.base import Strategy
+from engine.strategies.domain import Domain
+
+
+@dataclass(frozen=True)
+class ForestSettings:
+    """How a forest pick is made (the module docstring says why)."""
+
+    trees: int = 30
+    kappa: float = 1.0
+    candidates: int = 2000
+    max_features: float = 0.6
+
+
+def tree_features(domain: Domain, index: np.ndarray) -> np.ndarray:
+    """Rows of level indices as tree features: the level index of every factor that varies, and one indicator
+    column per level of a factor with more than two levels."""
+    parts = [np.zeros((len(index), 0))]
+    for j, count in enumerate(domain.n_levels):
+        if count < 2:
+            continue
+        parts.append(index[:, j, None].astype(float))
+        if count > 2:
+            parts.append((index[:, j, None] == np.arange(count)).astype(float))
+    return np.hstack(parts)
+
+
+class ForestPicker:
+    """Proposes, one at a time, the unmeasured candidate of lowest lower bound under trees fitted to what
+    ``strategy`` has measured (None once every candidate is measured)."""
+
+    def __init__(self, domain: Domain, cand: np.ndarray, settings: ForestSettings = ForestSettings()) -> None:
+        self.domain, self.cand, self.settings = domain, cand, settings
+        self.codes = domain.encode(cand)
+
+    def pick(self, strategy: Strategy) -> np.ndarray | None:
+        from sklearn.ensemble import ExtraTreesRegressor
+
+        measured, loss = strategy.measured()
+        tried, _ = strategy.measured(ok_only=False)
+        open_rows = np.flatnonzero(~np.isin(self.codes, tried))
+        if not len(open_rows):
+            return None
+        if len(loss) < 2:
+            chosen: np.ndarray = self.cand[open_rows[strategy.rng.integers(len(open_rows))]]
+            return chosen
+        y = np.log(loss) if np.all(loss > 0) else loss
+        s = self.settings
+        forest = ExtraTreesRegressor(n_estimators=s.trees, max_features=s.max_features,
+                                     random_state=int(strategy.rng.integers(1 << 31)))
+        forest.fit(tree_features(self.domain, self.domain.decode(measured)), y)
+        if len(open_rows) > s.candidates:
+            open_rows = strategy.rng.choice(open_rows, size=s.candidates, replace=False)
+        feats = tree_features(self.domain, self.cand[open_rows])
+        per_tree = np.stack([tree.predict(feats) for tree in forest.estimators_])
+        bound = per_tree.mean(axis=0) - s.kappa * per_tree.std(axis=0)
+        tied = np.flatnonzero(bound <= bound.min() + 1e-12)
+        chosen = self.cand[open_rows[tied[strategy.rng.integers(len(tied))]]]
+        return chosen
