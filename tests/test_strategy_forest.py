@@ -74,6 +74,6 @@ def test_auto_stops_dlmt_s_steps_when_they_stall_and_spends_the_rest_on_picks_an
     charged = history[history["charged"]]
     assert s.used == 80 and len(charged) == 80
     assert len(set(table.domain.encode(table.domain.from_frame(charged)).tolist())) == 80  # nothing measured twice
-    assert "stalled" in s.log[-1] or not s.terms  # the model's steps ended early, or the model was used up
+    assert "stalled" in s.log[-1]  # the model's steps ended early: a predicted best was no better than the rest
     assert (history["step"] > s.log[-1]["step"]).sum() > 0
     assert table.slowdown(s.best_value) <= 1.05
