@@ -8,6 +8,12 @@ that are not on BHive's may-alias list, prints the yield (fraction measured clea
 
     python bench/difftune_harness.py                       # sanity blocks only
     python bench/difftune_harness.py --blocks 200 --passes 2
+    python bench/difftune_harness.py --blocks 500 --passes 4 --baseline /tmp/old-harness
+
+``--baseline BINARY`` measures the same blocks with another build of the harness (e.g. the harness.c of an
+earlier commit: ``git show REV:engine/surrogates/difftune/harness/harness.c > old.c && cc -O2 -std=gnu11
+-fPIE -pie -o /tmp/old-harness old.c``) side by side with this one, in alternating order, and prints the
+seconds and yield of each, and the difference between the two beside the noise between passes of one.
 
 Expected values, cycles per iteration, by core (``nearest_mcpu``):
 * Golden Cove (sapphirerapids, emeraldrapids, alderlake, raptorlake): Intel 64 and IA-32
@@ -31,11 +37,12 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import pandas as pd
 
 from engine.surrogates.difftune.bhive import select
-from engine.surrogates.difftune.measure import Settings, cpu_identity, measure, nearest_mcpu
+from engine.surrogates.difftune.measure import Settings, cpu_identity, harness_binary, measure, nearest_mcpu
 from engine.surrogates.difftune.metrics import accuracy
 
 # name: (hex, AT&T text)
@@ -104,13 +111,36 @@ def bhive(settings: Settings, count: int, passes: int) -> None:
         print_noise(results[0], results[1])
 
 
-def print_noise(first: pd.DataFrame, second: pd.DataFrame) -> None:
+def print_noise(first: pd.DataFrame, second: pd.DataFrame, label: str = "two-pass noise") -> None:
     """The second pass scored against the first over blocks clean in both, by the minimum and the median."""
     both = (first["status"] == "ok") & (second["status"] == "ok")
     for column in ("cycles100", "cycles100_median"):
         noise = accuracy(second.loc[both, column], first.loc[both, column])
-        print(f"two-pass noise ({column}): MAPE {noise.mape:.2%}, median APE {noise.median_ape:.2%}, "
+        print(f"{label} ({column}): MAPE {noise.mape:.2%}, median APE {noise.median_ape:.2%}, "
               f"within 5% {noise.within_5pct:.1%}, Kendall tau {noise.kendall_tau:.3f} over {noise.n} blocks")
+
+
+def side_by_side(settings: Settings, count: int, passes: int, baseline: Path) -> None:
+    """The same blocks through the baseline build and this one, alternately: time, yield and agreement."""
+    blocks = select(count, source="anchor") if count else [hex_ for hex_, _ in SANITY.values()]
+    builds = {"baseline": baseline, "current": harness_binary()}
+    frames: dict[str, list[pd.DataFrame]] = {name: [] for name in builds}
+    seconds = dict.fromkeys(builds, 0.0)
+    for index in range(passes):
+        for name in (list(builds) if index % 2 == 0 else list(builds)[::-1]):
+            start = time.perf_counter()
+            frames[name].append(measure(blocks, settings, binary=builds[name]))
+            seconds[name] += time.perf_counter() - start
+    for name, runs in frames.items():
+        yields = [float((frame["status"] == "ok").mean()) for frame in runs]
+        print(f"{name:8s} {builds[name]}: {seconds[name] / passes:.2f} s per pass of {len(blocks)} blocks, "
+              f"yield {min(yields):.1%}-{max(yields):.1%}")
+    print(f"seconds per pass, current / baseline: {seconds['current'] / seconds['baseline']:.3f}")
+    for k in range(passes - 1):
+        for label, first, second in (("baseline vs baseline", frames["baseline"][k], frames["baseline"][k + 1]),
+                                     ("current vs current", frames["current"][k], frames["current"][k + 1]),
+                                     ("current vs baseline", frames["baseline"][k], frames["current"][k + 1])):
+            print_noise(first, second, f"passes {k + 1}-{k + 2}, {label}")
 
 
 def main() -> None:
@@ -118,11 +148,15 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=0, help="measure the first N anchor blocks (not may-alias)")
     parser.add_argument("--passes", type=int, default=1, help="passes over those blocks (2: the noise between them)")
     parser.add_argument("--repeats", type=int, default=Settings.repeats)
+    parser.add_argument("--baseline", type=Path, help="another harness build to measure side by side with this one")
     args = parser.parse_args()
     identity = cpu_identity()
     mcpu = nearest_mcpu(identity)
     print(f"CPU {identity.short_id} ({identity.model_name}, microcode {identity.microcode}) -> -mcpu={mcpu}")
     settings = Settings(repeats=args.repeats)
+    if args.baseline:
+        side_by_side(settings, args.blocks, max(2, args.passes), args.baseline)
+        return
     sanity(settings, mcpu)
     if args.blocks:
         bhive(settings, args.blocks, args.passes)

@@ -1,18 +1,21 @@
 """Ground truth on the local CPU: basic-block throughputs measured with the harness of difftune.md §9.3.
 
-The C harness (``harness/harness.c``) runs each block unrolled ``u`` times in a sandboxed child and
-reports the TSC ticks of every repetition with its context switches and page faults. This module
-refuses blocks that must not run, pins the harness to one core, calibrates TSC ticks per core cycle
-before and after every batch, and turns two unroll factors into cycles per 100 iterations (BHive's
-unit). No PMU is needed: these VMs expose none.
+The C harness (``harness/harness.c``) runs each block unrolled ``u`` times in a child the kernel
+confines (seccomp: no system call but its result pipe; harness.c says how) and reports the TSC ticks
+of every repetition with its context switches and page faults. This module refuses blocks that must
+not run, pins the harness to one core, calibrates TSC ticks per core cycle before and after every
+batch, and turns two unroll factors into cycles per 100 iterations (BHive's unit). No PMU is needed:
+these VMs expose none.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 from collections.abc import Iterable, Sequence
@@ -182,7 +185,9 @@ _REFUSED_MNEMONICS = {
 
 
 def refusal(hex_block: str) -> str | None:
-    """Why the block must not run (one line), or None.
+    """Why the block must not run (one line), or None: a first filter that names a reason. It decodes
+    linearly, so bytes hidden in an immediate pass it; the harness's sandbox (seccomp, a read-only state
+    page, the parent's deadline) is what stops those.
 
     Refused: undecodable bytes; any control flow (it would leave the unrolled body); privileged,
     I/O, system-call, interrupt, halt and ``cpuid`` instructions; ``wr{fs,gs}base``, which would
@@ -251,18 +256,41 @@ class Job:
 
 
 def run_harness(jobs: Sequence[Job], *, cpu: int, timeout_s: float, binary: Path | None = None) -> list[dict[str, Any]]:
-    """The harness's JSON record for each job, in order, the harness pinned to ``cpu``."""
+    """The harness's JSON record for each job, in order, the harness pinned to ``cpu``.
+
+    The harness runs in a process group of its own, killed whole when it is late or interrupted; its
+    sandboxed children die with it (and cannot fork), so nothing a block started outlives the call.
+    """
     if not jobs:
         return []
     command = [str(binary or harness_binary()), "--cpu", str(cpu), "--timeout-ms", str(max(1, round(timeout_s * 1000)))]
     lines = "".join(f"{job.block} {job.unroll} {job.repeats}\n" for job in jobs)
-    done = subprocess.run(command, input=lines, capture_output=True, text=True, check=False,
-                          timeout=len(jobs) * (timeout_s + 2.0) + 10.0)
-    records = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    if done.returncode != 0 or len(records) != len(jobs):
-        message = (done.stderr.strip().splitlines() or [f"{len(records)} of {len(jobs)} results"])[-1]
-        raise RuntimeError(f"difftune harness failed (exit {done.returncode}): {message}")
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    wait_s = len(jobs) * (timeout_s + 2.0) + 10.0
+    try:
+        stdout, stderr = process.communicate(lines, timeout=wait_s)
+    except BaseException as exc:  # late, or interrupted: nothing of the group may outlive the call
+        _kill_group(process)
+        if isinstance(exc, subprocess.TimeoutExpired):
+            raise RuntimeError(f"difftune harness: no answer within {wait_s:.0f} s for {len(jobs)} jobs") from None
+        raise
+    records = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    if process.returncode != 0 or len(records) != len(jobs):
+        message = (stderr.strip().splitlines() or [f"{len(records)} of {len(jobs)} results"])[-1]
+        raise RuntimeError(f"difftune harness failed (exit {process.returncode}): {message}")
+    broken = next((r["detail"] for r in records if r.get("status") == "error" and "sandbox" in r.get("detail", "")), None)
+    if broken:
+        raise RuntimeError(f"difftune harness: {broken}: no block runs outside its sandbox")
     return records
+
+
+def _kill_group(process: subprocess.Popen[str]) -> None:
+    """SIGKILL the harness's whole process group, then reap the harness (never after: a reaped leader's
+    id could name another group)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
 
 
 def clean_ticks(record: dict[str, Any]) -> list[int]:

@@ -9,6 +9,19 @@
  * from the prologue.  Per repetition the child records TSC ticks, context switches and minor+major
  * page faults (getrusage), so the caller can reject disturbed repetitions.
  *
+ * A block is data from anywhere, and any bytes can reach any instruction (a jump into an immediate),
+ * so the child is treated as hostile from the moment a block runs.  The boundary is the kernel:
+ *  - before the first block, the child closes every descriptor but its result pipe and the memfd,
+ *    sets rlimits (CPU time, no file growth, no new descriptors, no core), PR_SET_NO_NEW_PRIVS, and
+ *    a seccomp filter allowing only what the protocol needs: write to the result pipe, getrusage,
+ *    the fault handler's mmap of the shared page, rt_sigreturn and exit.  Any other system call
+ *    ends the job as "refused" with its number;
+ *  - the saved stack pointer and return address live in a page that is read-only while blocks run,
+ *    and the epilogue checks the return address before it returns to C; a block that writes there
+ *    faults.  Timestamps live in a page of their own that a block may spoil (its own result only);
+ *  - the parent trusts nothing the child sends beyond bounds it checks, and kills the child at the
+ *    job's deadline by itself; the child dies with the parent (PR_SET_PDEATHSIG) and cannot fork.
+ *
  * Usage:
  *   difftune-harness [--cpu N] [--timeout-ms T]                     jobs "HEX UNROLL REPS" on stdin
  *   difftune-harness [--cpu N] [--timeout-ms T] HEX UNROLL REPS     one job
@@ -17,27 +30,44 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
+#ifndef SECCOMP_FILTER_FLAG_SPEC_ALLOW
+#define SECCOMP_FILTER_FLAG_SPEC_ALLOW (1UL << 2)
+#endif
+#ifndef SECCOMP_RET_KILL_PROCESS
+#define SECCOMP_RET_KILL_PROCESS 0x80000000U
+#endif
 
 #define PAGE 4096UL
 #define DATA_ADDR 0x2324000UL            /* every GPR and every qword of the data page */
-#define STATE_ADDR 0x200000000000UL      /* harness bookkeeping, > 2 GiB from code and data */
-#define CODE_ADDR 0x300000000000UL       /* the unrolled block */
+#define STATE_ADDR 0x200000000000UL      /* saved stack and return address: read-only while blocks run */
+#define CLOCK_ADDR (STATE_ADDR + PAGE)   /* the timestamps: writable, a block can only spoil its own */
+#define CODE_ADDR 0x300000000000UL       /* the probe, then the entry, the unrolled block and the exit */
+#define ENTRY_OFFSET 64                  /* the entry, after the probe */
 #define MAX_FAULTS 1024
 #define MAX_REPS 4096
 #define MAX_CODE (64UL << 20)
@@ -45,24 +75,29 @@
 #define MXCSR_RUN 0x9fc0u                /* all exceptions masked, FTZ, DAZ */
 #define MXCSR_C 0x1f80u
 #define CALIBRATION_BLOCK "4801c0"        /* add %rax,%rax */
+#define RESULT_FD 3                      /* the child's descriptors once sandboxed */
+#define MEMFD_FD 4
 
-enum status { ST_OK, ST_FAULT_LIMIT, ST_REFAULT, ST_MAP_FAIL, ST_WARMUP, ST_PROTECTION, ST_GENERAL };
+enum status { ST_OK, ST_FAULT_LIMIT, ST_REFAULT, ST_MAP_FAIL, ST_WARMUP, ST_PROTECTION, ST_GENERAL, ST_SYSCALL,
+              ST_SETUP, ST_COUNT };
 
 /* Lives at STATE_ADDR; the generated code reaches it through 64-bit absolute addresses. */
 struct state {
-    uint64_t saved_rsp;     /* 0 */
-    uint32_t mxcsr_run;     /* 8 */
-    uint32_t pad0;
-    uint32_t mxcsr_c;       /* 16 */
-    uint32_t pad1;
-    uint32_t start_lo, start_hi, end_lo, end_hi; /* 24, 28, 32, 36 */
+    uint64_t saved_rsp;     /* 0: the C stack pointer at the entry, after its pushes */
+    uint64_t return_to;     /* 8: the return address the epilogue must find on that stack */
+    uint32_t mxcsr_run;     /* 16 */
+    uint32_t mxcsr_c;       /* 20 */
+    uint64_t restart;       /* 24: where the fault handler resumes */
 };
+
+/* Lives at CLOCK_ADDR. */
+struct clock { uint32_t start_lo, start_hi, end_lo, end_hi; };
 
 /* What a child sends back through its pipe. */
 struct result {
     int32_t status;
     int32_t n_maps;
-    uint64_t fault_addr;
+    uint64_t fault_addr;   /* or the system call's number (ST_SYSCALL), or errno (ST_SETUP) */
     int32_t n;
     uint64_t ticks[MAX_REPS];
     uint32_t csw[MAX_REPS];
@@ -73,7 +108,6 @@ static struct result g_res;
 static uint64_t g_mapped[MAX_FAULTS];
 static int g_memfd = -1;
 static int g_out_fd = -1;
-static uint8_t *g_restart;
 
 /* ---- code generation ---------------------------------------------------------------------- */
 
@@ -91,22 +125,46 @@ static uint8_t *emit_movabs(uint8_t *p, int reg, uint64_t imm) {
 /* movabs %eax, moffs64: stores eax without touching flags or any other register */
 static uint8_t *emit_store_eax(uint8_t *p, uint64_t addr) { *p++ = 0xa3; return emit_u64(p, addr); }
 
+/* jne rel32 to `target` */
+static uint8_t *emit_jne(uint8_t *p, const uint8_t *target) {
+    *p++ = 0x0f;
+    *p++ = 0x85;
+    int32_t rel = (int32_t)(target - (p + 4));
+    memcpy(p, &rel, 4);
+    return p + 4;
+}
+
 static int has_avx(void) { __builtin_cpu_init(); return __builtin_cpu_supports("avx"); }
 
-/* Prologue up to the restart point: save callee-saved registers and the C stack pointer. */
-static uint8_t *emit_entry(uint8_t *p) {
-    static const uint8_t push[] = {0x53, 0x55, 0x41, 0x54, 0x41, 0x55, 0x41, 0x56, 0x41, 0x57};
-    p = emit(p, push, sizeof push);
+static const uint8_t PUSH_CALLEE_SAVED[] = {0x53, 0x55, 0x41, 0x54, 0x41, 0x55, 0x41, 0x56, 0x41, 0x57};
+static const uint8_t POP_CALLEE_SAVED_RET[] = {0x41, 0x5f, 0x41, 0x5e, 0x41, 0x5d, 0x41, 0x5c, 0x5d, 0x5b, 0xc3};
+
+/* The probe, called once from the same C call site as the runs while the state page is writable:
+ * it records the stack pointer and return address every entry must then show. */
+static uint8_t *emit_probe(uint8_t *p) {
+    p = emit(p, PUSH_CALLEE_SAVED, sizeof PUSH_CALLEE_SAVED);
     p = emit_movabs(p, 0, STATE_ADDR);
-    static const uint8_t save_rsp[] = {0x48, 0x89, 0x20};            /* mov %rsp,(%rax) */
-    return emit(p, save_rsp, sizeof save_rsp);
+    static const uint8_t record[] = {0x48, 0x89, 0x20,               /* mov %rsp,(%rax) */
+                                     0x48, 0x8b, 0x4c, 0x24, 0x30,   /* mov 48(%rsp),%rcx */
+                                     0x48, 0x89, 0x48, 0x08};        /* mov %rcx,8(%rax) */
+    p = emit(p, record, sizeof record);
+    return emit(p, POP_CALLEE_SAVED_RET, sizeof POP_CALLEE_SAVED_RET);
+}
+
+/* Entry: the callee-saved registers, then a check that the stack is the one the probe saw. */
+static uint8_t *emit_entry(uint8_t *p, const uint8_t *trap) {
+    p = emit(p, PUSH_CALLEE_SAVED, sizeof PUSH_CALLEE_SAVED);
+    p = emit_movabs(p, 0, STATE_ADDR);
+    static const uint8_t check_rsp[] = {0x48, 0x3b, 0x20};           /* cmp (%rax),%rsp */
+    p = emit(p, check_rsp, sizeof check_rsp);
+    return emit_jne(p, trap);
 }
 
 /* Restart point: the deterministic state, then the start timestamp, then the GPRs. */
 static uint8_t *emit_restart(uint8_t *p, int avx) {
-    struct state *s = (struct state *)STATE_ADDR;
+    struct clock *c = (struct clock *)CLOCK_ADDR;
     p = emit_movabs(p, 0, STATE_ADDR);
-    static const uint8_t ldmxcsr_run[] = {0x0f, 0xae, 0x50, 0x08};   /* ldmxcsr 8(%rax) */
+    static const uint8_t ldmxcsr_run[] = {0x0f, 0xae, 0x50, offsetof(struct state, mxcsr_run)}; /* ldmxcsr 16(%rax) */
     p = emit(p, ldmxcsr_run, sizeof ldmxcsr_run);
     static const uint8_t fninit[] = {0xdb, 0xe3};
     p = emit(p, fninit, sizeof fninit);
@@ -119,32 +177,37 @@ static uint8_t *emit_restart(uint8_t *p, int avx) {
     p = emit(p, refill, sizeof refill);
     static const uint8_t lfence_rdtsc[] = {0x0f, 0xae, 0xe8, 0x0f, 0x31};
     p = emit(p, lfence_rdtsc, sizeof lfence_rdtsc);
-    p = emit_store_eax(p, (uint64_t)&s->start_lo);
+    p = emit_store_eax(p, (uint64_t)&c->start_lo);
     static const uint8_t edx_to_eax[] = {0x89, 0xd0};
     p = emit(p, edx_to_eax, sizeof edx_to_eax);
-    p = emit_store_eax(p, (uint64_t)&s->start_hi);
+    p = emit_store_eax(p, (uint64_t)&c->start_hi);
     for (int reg = 0; reg < 16; reg++)
         if (reg != 4) p = emit_movabs(p, reg, reg == 5 ? DATA_ADDR + PAGE / 2 : DATA_ADDR);
     return p;
 }
 
-/* Epilogue: the end timestamp, then back to C with its stack, MXCSR and callee-saved registers. */
-static uint8_t *emit_exit(uint8_t *p, int avx) {
-    struct state *s = (struct state *)STATE_ADDR;
+/* Epilogue: the end timestamp, then back to C with its stack (from the read-only page, its return
+ * address checked against the probe's), MXCSR and callee-saved registers. */
+static uint8_t *emit_exit(uint8_t *p, int avx, const uint8_t *trap) {
+    struct clock *c = (struct clock *)CLOCK_ADDR;
     static const uint8_t rdtscp_lfence[] = {0x0f, 0x01, 0xf9, 0x0f, 0xae, 0xe8};
     p = emit(p, rdtscp_lfence, sizeof rdtscp_lfence);
-    p = emit_store_eax(p, (uint64_t)&s->end_lo);
+    p = emit_store_eax(p, (uint64_t)&c->end_lo);
     static const uint8_t edx_to_eax[] = {0x89, 0xd0};
     p = emit(p, edx_to_eax, sizeof edx_to_eax);
-    p = emit_store_eax(p, (uint64_t)&s->end_hi);
+    p = emit_store_eax(p, (uint64_t)&c->end_hi);
     if (avx) { static const uint8_t vzeroupper[] = {0xc5, 0xf8, 0x77}; p = emit(p, vzeroupper, sizeof vzeroupper); }
     p = emit_movabs(p, 0, STATE_ADDR);
     static const uint8_t back[] = {0x48, 0x8b, 0x20,                  /* mov (%rax),%rsp */
-                                   0x0f, 0xae, 0x50, 0x10,            /* ldmxcsr 16(%rax) */
-                                   0xdb, 0xe3,                        /* fninit */
-                                   0xfc,                              /* cld */
-                                   0x41, 0x5f, 0x41, 0x5e, 0x41, 0x5d, 0x41, 0x5c, 0x5d, 0x5b, 0xc3};
-    return emit(p, back, sizeof back);
+                                   0x48, 0x8b, 0x4c, 0x24, 0x30,      /* mov 48(%rsp),%rcx */
+                                   0x48, 0x3b, 0x48, 0x08};           /* cmp 8(%rax),%rcx */
+    p = emit(p, back, sizeof back);
+    p = emit_jne(p, trap);
+    static const uint8_t restore[] = {0x0f, 0xae, 0x50, offsetof(struct state, mxcsr_c), /* ldmxcsr 20(%rax) */
+                                      0xdb, 0xe3,                     /* fninit */
+                                      0xfc};                          /* cld */
+    p = emit(p, restore, sizeof restore);
+    return emit(p, POP_CALLEE_SAVED_RET, sizeof POP_CALLEE_SAVED_RET);
 }
 
 /* ---- the child -------------------------------------------------------------------------- */
@@ -170,36 +233,47 @@ static void on_segv(int sig, siginfo_t *info, void *ctx) {
     if (info->si_code == SEGV_ACCERR) send_and_exit(ST_PROTECTION, (uint64_t)info->si_addr);
     if (info->si_code != SEGV_MAPERR) send_and_exit(ST_GENERAL, (uint64_t)info->si_addr);
     uint64_t page = (uint64_t)info->si_addr & ~(PAGE - 1);
-    for (int i = 0; i < g_res.n_maps; i++)
+    for (int i = 0; i < g_res.n_maps && i < MAX_FAULTS; i++)
         if (g_mapped[i] == page) send_and_exit(ST_REFAULT, (uint64_t)info->si_addr);
-    if (g_res.n_maps >= MAX_FAULTS) send_and_exit(ST_FAULT_LIMIT, (uint64_t)info->si_addr);
+    if (g_res.n_maps < 0 || g_res.n_maps >= MAX_FAULTS) send_and_exit(ST_FAULT_LIMIT, (uint64_t)info->si_addr);
     void *m = mmap((void *)page, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, g_memfd, 0);
     if (m != (void *)page) send_and_exit(ST_MAP_FAIL, (uint64_t)info->si_addr);
     g_mapped[g_res.n_maps++] = page;
-    ((ucontext_t *)ctx)->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)g_restart;
+    ((ucontext_t *)ctx)->uc_mcontext.gregs[REG_RIP] = (greg_t)((const struct state *)STATE_ADDR)->restart;
 }
 
-static void die_setup(const char *what) { perror(what); _exit(2); }
+/* A system call outside the filter's list: report its number, never perform it. */
+static void on_sigsys(int sig, siginfo_t *info, void *ctx) {
+    (void)sig;
+    (void)ctx;
+    send_and_exit(ST_SYSCALL, (uint64_t)(uint32_t)info->si_syscall);
+}
+
+static void die_setup(void) { send_and_exit(ST_SETUP, (uint64_t)errno); }
 
 static void setup_memory(const uint8_t *block, size_t len, long unroll, int avx) {
-    g_memfd = memfd_create("difftune-page", 0);
-    if (g_memfd < 0 || ftruncate(g_memfd, (off_t)PAGE) != 0) die_setup("memfd");
+    g_memfd = memfd_create("difftune-page", MFD_CLOEXEC);
+    if (g_memfd < 0 || ftruncate(g_memfd, (off_t)PAGE) != 0) die_setup();
     void *data = mmap((void *)DATA_ADDR, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, g_memfd, 0);
-    void *st = mmap((void *)STATE_ADDR, PAGE, PROT_READ | PROT_WRITE,
+    void *st = mmap((void *)STATE_ADDR, 2 * PAGE, PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-    size_t code_size = (len * (size_t)unroll + 4096 + PAGE - 1) & ~(PAGE - 1);
+    size_t code_size = (ENTRY_OFFSET + len * (size_t)unroll + 4096 + PAGE - 1) & ~(PAGE - 1);
     uint8_t *code = mmap((void *)CODE_ADDR, code_size, PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-    if (data != (void *)DATA_ADDR || st != (void *)STATE_ADDR || code != (uint8_t *)CODE_ADDR) die_setup("mmap");
+    if (data != (void *)DATA_ADDR || st != (void *)STATE_ADDR || code != (uint8_t *)CODE_ADDR) die_setup();
     struct state *s = st;
     s->mxcsr_run = MXCSR_RUN;
     s->mxcsr_c = MXCSR_C;
-    uint8_t *p = emit_entry(code);
-    g_restart = p;
+    uint8_t *trap = code + code_size - 2;
+    trap[0] = 0x0f;                                                    /* ud2: a tampered return path */
+    trap[1] = 0x0b;
+    emit_probe(code);
+    uint8_t *p = emit_entry(code + ENTRY_OFFSET, trap);
+    s->restart = (uint64_t)(uintptr_t)p;
     p = emit_restart(p, avx);
     for (long i = 0; i < unroll; i++) p = emit(p, block, len);
-    emit_exit(p, avx);
-    if (mprotect(code, code_size, PROT_READ | PROT_EXEC) != 0) die_setup("mprotect");
+    emit_exit(p, avx, trap);
+    if (mprotect(code, code_size, PROT_READ | PROT_EXEC) != 0) die_setup();
 }
 
 static void setup_signals(long timeout_ms) {
@@ -207,12 +281,111 @@ static void setup_signals(long timeout_ms) {
     stack_t ss = {.ss_sp = altstack, .ss_size = sizeof altstack, .ss_flags = 0};
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_segv;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
-    if (sigaltstack(&ss, NULL) != 0 || sigaction(SIGSEGV, &sa, NULL) != 0) die_setup("signals");
+    sa.sa_sigaction = on_segv;
+    if (sigaltstack(&ss, NULL) != 0 || sigaction(SIGSEGV, &sa, NULL) != 0) die_setup();
+    sa.sa_sigaction = on_sigsys;
+    if (sigaction(SIGSYS, &sa, NULL) != 0) die_setup();
     struct itimerval it = {{0, 0}, {timeout_ms / 1000, (timeout_ms % 1000) * 1000}};
-    if (setitimer(ITIMER_REAL, &it, NULL) != 0) die_setup("setitimer");
+    if (setitimer(ITIMER_REAL, &it, NULL) != 0) die_setup();
+}
+
+/* The result pipe and the memfd at fixed numbers (the filter names them), every other descriptor closed. */
+static void keep_only_own_descriptors(void) {
+    int out = fcntl(g_out_fd, F_DUPFD_CLOEXEC, MEMFD_FD + 1), mem = fcntl(g_memfd, F_DUPFD_CLOEXEC, MEMFD_FD + 1);
+    if (out < 0 || mem < 0 || dup2(out, RESULT_FD) < 0 || dup2(mem, MEMFD_FD) < 0) die_setup();
+    g_out_fd = RESULT_FD;
+    g_memfd = MEMFD_FD;
+    if (syscall(SYS_close_range, MEMFD_FD + 1, ~0U, 0) != 0) {
+        struct rlimit r;
+        long top = getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < 65536 ? (long)r.rlim_cur : 65536;
+        for (long fd = MEMFD_FD + 1; fd < top; fd++) close((int)fd);
+    }
+    for (int fd = 0; fd < RESULT_FD; fd++) close(fd);
+}
+
+static void limit(int resource, rlim_t value) {
+    struct rlimit r = {value, value};
+    if (setrlimit(resource, &r) != 0) die_setup();
+}
+
+/* The seccomp program, built as a list of rules "allow system call NR when these arguments match";
+ * a listed call with other arguments, and any call not listed, traps (SIGSYS: reported, not run). */
+struct filter {
+    struct sock_filter ins[96];
+    int n;
+    int to_trap[48];   /* jumps whose false branch goes to the final trap */
+    int n_to_trap;
+};
+
+static void put(struct filter *f, struct sock_filter ins) { f->ins[f->n++] = ins; }
+
+static void load(struct filter *f, uint32_t offset) { put(f, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offset)); }
+
+/* The accumulator must equal `value`, else trap. */
+static void require(struct filter *f, uint32_t value) {
+    f->to_trap[f->n_to_trap++] = f->n;
+    put(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, value, 0, 0));
+}
+
+/* Allow system call `nr` when argument i equals values[i] for each i in `args` (64 bits compared). */
+static void allow(struct filter *f, uint32_t nr, int n_args, const int *args, const uint64_t *values) {
+    load(f, offsetof(struct seccomp_data, nr));
+    put(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, (uint8_t)(4 * n_args + 1)));
+    for (int i = 0; i < n_args; i++) {
+        uint32_t lo = offsetof(struct seccomp_data, args) + 8 * (uint32_t)args[i];
+        load(f, lo);
+        require(f, (uint32_t)values[i]);
+        load(f, lo + 4);
+        require(f, (uint32_t)(values[i] >> 32));
+    }
+    put(f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+}
+
+static void install_filter(void) {
+    struct filter f = {.n = 0, .n_to_trap = 0};
+    load(&f, offsetof(struct seccomp_data, arch));
+    put(&f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0));
+    put(&f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
+    load(&f, offsetof(struct seccomp_data, nr));
+    put(&f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000U, 0, 1));   /* the x32 ABI */
+    put(&f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
+    allow(&f, SYS_exit_group, 0, NULL, NULL);
+    allow(&f, SYS_exit, 0, NULL, NULL);
+    allow(&f, SYS_rt_sigreturn, 0, NULL, NULL);
+    static const int write_args[] = {0};
+    static const uint64_t write_values[] = {RESULT_FD};
+    allow(&f, SYS_write, 1, write_args, write_values);
+    static const int usage_args[] = {0};
+    static const uint64_t usage_values[] = {RUSAGE_SELF};
+    allow(&f, SYS_getrusage, 1, usage_args, usage_values);
+    /* the fault handler's mmap of the shared page; any address, never executable */
+    static const int map_args[] = {1, 2, 3, 4, 5};
+    static const uint64_t map_values[] = {PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, MEMFD_FD, 0};
+    allow(&f, SYS_mmap, 5, map_args, map_values);
+    int trap = f.n;
+    put(&f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP));
+    for (int i = 0; i < f.n_to_trap; i++) f.ins[f.to_trap[i]].jf = (uint8_t)(trap - f.to_trap[i] - 1);
+    struct sock_fprog prog = {(unsigned short)f.n, f.ins};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die_setup();
+    /* SPEC_ALLOW: kernels before 5.16 would otherwise turn on speculative-store-bypass mitigations for a
+     * seccomp'd task, and time every block with them (nothing in the child is secret) */
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_SPEC_ALLOW, &prog) != 0 &&
+        (errno != EINVAL || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0))
+        die_setup();
+}
+
+/* Everything a block could use to reach beyond its own result is shut before the first one runs. */
+static void enter_sandbox(long timeout_ms) {
+    if (mprotect((void *)STATE_ADDR, PAGE, PROT_READ) != 0) die_setup();
+    keep_only_own_descriptors();
+    limit(RLIMIT_CPU, (rlim_t)(timeout_ms / 1000 + 2));
+    limit(RLIMIT_FSIZE, 0);
+    limit(RLIMIT_NOFILE, MEMFD_FD + 1);
+    limit(RLIMIT_CORE, 0);
+    limit(RLIMIT_NPROC, 0);
+    install_filter();
 }
 
 static void fill_data_page(void) {
@@ -228,35 +401,46 @@ static struct usage usage_now(void) {
     return (struct usage){(uint64_t)(ru.ru_nvcsw + ru.ru_nivcsw), (uint64_t)(ru.ru_minflt + ru.ru_majflt)};
 }
 
-static uint64_t run_once(struct usage *delta) {
-    struct state *s = (struct state *)STATE_ADDR;
+/* The one call site of the generated code: the probe and every run enter through run_once from
+ * child(), so the entry sees the stack pointer and return address the probe recorded (a compiler that
+ * broke this would make every block fault at the entry's check, never run one unchecked). */
+static void __attribute__((noinline, noclone)) call_code(uint64_t target) {
+    ((void (*)(void))target)();
+    __asm__ volatile("" ::: "memory");                               /* no tail call: the return stays here */
+}
+
+static uint64_t __attribute__((noinline, noclone)) run_once(uint64_t target, struct usage *delta) {
+    const struct clock *c = (const struct clock *)CLOCK_ADDR;
     fill_data_page();
     struct usage a = usage_now();
-    ((void (*)(void))CODE_ADDR)();
+    call_code(target);
     struct usage b = usage_now();
     delta->csw = b.csw - a.csw;
     delta->flt = b.flt - a.flt;
-    uint64_t start = ((uint64_t)s->start_hi << 32) | s->start_lo;
-    uint64_t end = ((uint64_t)s->end_hi << 32) | s->end_lo;
+    uint64_t start = ((uint64_t)c->start_hi << 32) | c->start_lo;
+    uint64_t end = ((uint64_t)c->end_hi << 32) | c->end_lo;
     return end - start;
 }
 
-/* Warm up until a run maps no new page and takes no page fault, then record `reps` runs. */
-static void child(const uint8_t *block, size_t len, long unroll, long reps, long timeout_ms, int out_fd) {
+/* Sandbox, warm up until a run maps no new page and takes no page fault, then record `reps` runs. */
+static void child(const uint8_t *block, size_t len, long unroll, long reps, long timeout_ms, int out_fd, pid_t parent) {
     g_out_fd = out_fd;
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(3);
     int avx = has_avx();
     setup_signals(timeout_ms);
     setup_memory(block, len, unroll, avx);
     struct usage d;
+    run_once(CODE_ADDR, &d);                                           /* the probe */
+    enter_sandbox(timeout_ms);
     int warm = 0;
     for (int i = 0; i < MAX_WARMUP && !warm; i++) {
         int maps_before = g_res.n_maps;
-        run_once(&d);
+        run_once(CODE_ADDR + ENTRY_OFFSET, &d);
         warm = d.flt == 0 && g_res.n_maps == maps_before;
     }
     if (!warm) send_and_exit(ST_WARMUP, 0);
     for (long r = 0; r < reps; r++) {
-        g_res.ticks[r] = run_once(&d);
+        g_res.ticks[r] = run_once(CODE_ADDR + ENTRY_OFFSET, &d);
         g_res.csw[r] = (uint32_t)d.csw;
         g_res.flt[r] = (uint32_t)d.flt;
     }
@@ -266,15 +450,31 @@ static void child(const uint8_t *block, size_t len, long unroll, long reps, long
 
 /* ---- the parent ------------------------------------------------------------------------- */
 
-static size_t read_all(int fd, void *buf, size_t size) {
+static long now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Read up to `size` bytes until EOF or the deadline; sets *late when the deadline passed first, and
+ * *extra when the child sent more than a result. */
+static size_t read_until(int fd, void *buf, size_t size, long deadline, int *late, int *extra) {
     size_t got = 0;
-    while (got < size) {
-        ssize_t r = read(fd, (uint8_t *)buf + got, size - got);
+    *late = *extra = 0;
+    for (;;) {
+        long left = deadline - now_ms();
+        if (left <= 0) { *late = 1; return got; }
+        struct pollfd pfd = {fd, POLLIN, 0};
+        int ready = poll(&pfd, 1, (int)left);
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready <= 0) continue;
+        uint8_t spill;
+        ssize_t r = got < size ? read(fd, (uint8_t *)buf + got, size - got) : read(fd, &spill, 1);
         if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
+        if (r <= 0) return got;
+        if (got >= size) { *extra = 1; return got; }
         got += (size_t)r;
     }
-    return got;
 }
 
 static const char *status_name(int st) {
@@ -322,34 +522,61 @@ static int parse_hex(const char *hex, uint8_t *out, size_t cap, size_t *len) {
     return 0;
 }
 
+/* A result the child sent, judged by the parent alone: the numbers must fit the job. */
+static int plausible(const struct result *r, long reps) {
+    if (r->status < 0 || r->status >= ST_COUNT || r->n_maps < 0 || r->n_maps > MAX_FAULTS) return 0;
+    return r->status == ST_OK ? r->n == reps : r->n == 0;
+}
+
 /* Run one job in a fresh child and print its line; returns the minimum ticks (0 if none). */
 static uint64_t run_job(const char *hex, long unroll, long reps, long timeout_ms) {
     static uint8_t block[1 << 16];
     size_t len = 0;
-    if (parse_hex(hex, block, sizeof block, &len) != 0) { print_job(hex, unroll, "error", "bad hex", NULL); return 0; }
+    if (parse_hex(hex, block, sizeof block, &len) != 0) { print_job("", unroll, "error", "bad hex", NULL); return 0; }
     if (unroll < 0 || reps < 1 || reps > MAX_REPS || len * (size_t)unroll > MAX_CODE) {
         print_job(hex, unroll, "error", "unroll or reps out of range", NULL);
         return 0;
     }
     int fds[2];
-    if (pipe(fds) != 0) { perror("pipe"); exit(2); }
+    if (pipe2(fds, O_CLOEXEC) != 0) { perror("pipe"); exit(2); }
     fflush(stdout);
+    long deadline = now_ms() + timeout_ms;
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) { perror("fork"); exit(2); }
-    if (pid == 0) { close(fds[0]); child(block, len, unroll, reps, timeout_ms, fds[1]); }
+    if (pid == 0) { close(fds[0]); child(block, len, unroll, reps, timeout_ms, fds[1], parent); }
     close(fds[1]);
     static struct result r;
     memset(&r, 0, sizeof r);
-    size_t got = read_all(fds[0], &r, sizeof r);
+    int late = 0, extra = 0;
+    size_t got = read_until(fds[0], &r, sizeof r, deadline, &late, &extra);
     close(fds[0]);
+    if (late) kill(pid, SIGKILL);
     int ws = 0;
-    waitpid(pid, &ws, 0);
-    if (WIFSIGNALED(ws)) {
-        int sig = WTERMSIG(ws);
-        print_job(hex, unroll, sig == SIGALRM ? "timeout" : "fault", sig == SIGALRM ? "" : strsignal(sig), NULL);
+    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {}
+    if (late || (WIFSIGNALED(ws) && WTERMSIG(ws) == SIGALRM)) { print_job(hex, unroll, "timeout", "", NULL); return 0; }
+    if (WIFSIGNALED(ws) && WTERMSIG(ws) == SIGSYS) {
+        print_job(hex, unroll, "refused", "a system call outside the sandbox (killed by seccomp)", NULL);
         return 0;
     }
-    if (got != sizeof r) { print_job(hex, unroll, "error", "child died during setup", NULL); return 0; }
+    if (WIFSIGNALED(ws)) { print_job(hex, unroll, "fault", strsignal(WTERMSIG(ws)), NULL); return 0; }
+    if (got != sizeof r || extra || !plausible(&r, reps)) {
+        print_job(hex, unroll, got == 0 ? "error" : "fault", got == 0 ? "child died during setup"
+                  : "the child sent a malformed result", NULL);
+        return 0;
+    }
+    if (r.status == ST_SYSCALL) {
+        char detail[96];
+        snprintf(detail, sizeof detail, "system call %" PRIu64 " stopped by the sandbox", r.fault_addr);
+        print_job(hex, unroll, "refused", detail, NULL);
+        return 0;
+    }
+    if (r.status == ST_SETUP) {
+        char detail[128];
+        snprintf(detail, sizeof detail, "sandbox setup failed: %s", strerror((int)r.fault_addr));
+        print_job(hex, unroll, "error", detail, NULL);
+        return 0;
+    }
     print_job(hex, unroll, r.status == ST_OK ? "ok" : "fault", r.status == ST_OK ? "" : status_name(r.status), &r);
     uint64_t best = 0;
     for (int i = 1; i < r.n; i++)
@@ -386,14 +613,14 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--timeout-ms") == 0) timeout_ms = strtol(argv[i + 1], NULL, 10);
         else usage();
     }
-    if (timeout_ms < 1) usage();
+    if (timeout_ms < 1 || timeout_ms > 3600L * 1000) usage();
     if (argc - i == 3 && strcmp(argv[i], "--calibrate") == 0) {
         calibrate(strtol(argv[i + 1], NULL, 10), strtol(argv[i + 2], NULL, 10), timeout_ms);
         return 0;
     }
     if (argc - i == 3) { run_job(argv[i], strtol(argv[i + 1], NULL, 10), strtol(argv[i + 2], NULL, 10), timeout_ms); return 0; }
     if (argc != i) usage();
-    char hex[1 << 17];
+    static char hex[1 << 17];
     long unroll, reps;
     while (scanf("%131071s %ld %ld", hex, &unroll, &reps) == 3) run_job(hex, unroll, reps, timeout_ms);
     return 0;
