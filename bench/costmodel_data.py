@@ -23,7 +23,7 @@ def summarise(folder: Path) -> None:
     interior, clear, default_ratio, nodes, cpu = 0, 0, [], [], set()
     task = ""
     for path in files:
-        with np.load(path) as f:
+        with np.load(path, allow_pickle=False) as f:  # an .npz from elsewhere must not run code
             task = str(f["task"])
             programs.add(str(f["program"]))
             runtime = f["config_runtime"].astype(float)

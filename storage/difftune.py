@@ -118,9 +118,16 @@ def param_tables(store: Store) -> pd.DataFrame:
     return frame
 
 
+def reserve_evaluation_id(store: Store) -> int:
+    """An evaluation id no other evaluation will take, for what is stored under it before the evaluation itself
+    (an experiment's tables, kept as each is learnt); :func:`save_evaluation` takes it as ``evaluation_id``."""
+    return int(store._scalar("SELECT nextval('simulator_evaluation_id_seq')"))
+
+
 def save_evaluation(store: Store, *, arch: str, truth: str, cpu_id: str | None, summary: Any,
-                    predictions: pd.DataFrame) -> int:
-    """An evaluation (its summary) and every block's prediction per predictor, in one transaction."""
+                    predictions: pd.DataFrame, evaluation_id: int | None = None) -> int:
+    """An evaluation (its summary) and every block's prediction per predictor, in one transaction; under the
+    id :func:`reserve_evaluation_id` gave, or a new one."""
     missing = [c for c in ("hex", "predictor", "cycles", "truth") if c not in predictions.columns]
     if missing:
         raise StoreError(f"evaluation predictions: missing column '{missing[0]}'")
@@ -130,8 +137,9 @@ def save_evaluation(store: Store, *, arch: str, truth: str, cpu_id: str | None, 
                          f"'{twice['predictor'].iloc[0]}'")
     with store.transaction() as con:
         evaluation_id = int(_first(con.execute(
-            "INSERT INTO simulator_evaluations (arch, truth, cpu_id, summary) VALUES (?, ?, ?, ?) RETURNING id",
-            [arch, truth, cpu_id, _json(summary)]).fetchone()))
+            "INSERT INTO simulator_evaluations (id, arch, truth, cpu_id, summary)"
+            " VALUES (coalesce(?, nextval('simulator_evaluation_id_seq')), ?, ?, ?, ?) RETURNING id",
+            [evaluation_id, arch, truth, cpu_id, _json(summary)]).fetchone()))
         rows = predictions[["hex", "predictor", "cycles", "truth"]].copy()
         rows.insert(0, "evaluation_id", evaluation_id)
         store.insert_frame("simulator_predictions", rows)

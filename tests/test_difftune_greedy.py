@@ -1,5 +1,5 @@
 """Greedy per-parameter search on the real simulator: it recovers a perturbed latency, never raises the training
-MAPE, stays within its budget of block-simulations and re-simulates only the blocks a row change can move."""
+MAPE, stays within its budget of simulator calls and re-simulates only the blocks a row change can move."""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ from storage.difftune import (
     evaluations,
     param_table,
     param_tables,
+    reserve_evaluation_id,
     save_block_measurements,
     save_cpu,
     save_decoded,
@@ -87,3 +88,17 @@ def test_an_evaluation_is_stored_whole_or_not_at_all(db_path):
         assert evaluations(store)["id"].tolist() == [evaluation]
         assert evaluations(store)["summary"].iloc[0] == {"mape": 0.035}
         assert evaluation_predictions(store, evaluation)["cycles"].tolist() == [103.0, 104.0]
+
+
+def test_an_evaluation_id_reserved_first_is_taken_by_no_other_evaluation(db_path):
+    """An experiment stores its tables under an evaluation id as each is learnt, before the evaluation itself."""
+    predictions = pd.DataFrame({"hex": ["4801c3"], "predictor": ["tunelab"], "cycles": [103.0], "truth": [100.0]})
+    with Store(db_path) as store:
+        reserved = reserve_evaluation_id(store)
+        other = save_evaluation(store, arch="haswell", truth="mca", cpu_id=None, summary={}, predictions=predictions)
+        kept = save_evaluation(store, arch="haswell", truth="experiment recovery", cpu_id=None, summary={},
+                               predictions=predictions, evaluation_id=reserved)
+    assert kept == reserved != other
+    with Store(db_path) as store:
+        assert sorted(evaluations(store)["id"]) == sorted([reserved, other])
+        assert evaluation_predictions(store, reserved)["cycles"].tolist() == [103.0]

@@ -16,8 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-from engine.errors import UserError
+from engine.errors import UserError, brief
 from engine.runners.ckernel import cache_dir
+from engine.study import check_study_name
 from engine.surrogates.difftune import bhive
 from engine.surrogates.difftune.categories import category
 from engine.surrogates.difftune.decode import DECODER, Block, block_document, block_from_document, decode_blocks
@@ -45,6 +46,8 @@ from storage.difftune import (
 
 #: done, total (blocks of this run, stored ones included)
 Progress = Callable[[int, int], None]
+#: Suffixes of the table files commands read where a stored table's name may stand.
+TABLE_FILES = (".json", ".parquet", ".txt")
 
 
 @dataclass(frozen=True)
@@ -147,11 +150,26 @@ def table_cache() -> Path:
     return cache_dir() / "difftune-tables"
 
 
+def check_table_name(name: str) -> str:
+    """A name to store a table under: a study's kind of name (typed on command lines, shown in lists, never a path)
+    that does not end like the files :func:`table_from` reads, which would hide the stored table."""
+    try:
+        checked = check_study_name(name)
+    except UserError:
+        raise UserError(f"name: a table name is 1-100 letters, digits, spaces, '_', '.', '-' or parentheses, "
+                        f"got {brief(name)}") from None
+    if Path(checked).suffix in TABLE_FILES:
+        raise UserError(f"name: {brief(name)} ends in {Path(checked).suffix}, so commands would read it as a file; "
+                        "choose another name")
+    return checked
+
+
 def build_table(store: Store, arch: str, name: str | None = None, source: str = "anchor",
                 limit: int | None = None) -> tuple[str, ParamTable]:
     """llvm-mca-19's default table for ``arch`` over the opcodes of the anchor blocks (``source="measured"``:
     of this CPU's measured blocks too; at most ``limit`` blocks), stored under ``name`` (default
     ``<arch>-default``)."""
+    name = check_table_name(name or f"{arch}-default")
     if source not in ("anchor", "measured"):
         raise UserError(f"source {source!r}: expected anchor or measured")
     hexes = list(bhive.anchor()["hex"])
@@ -160,7 +178,6 @@ def build_table(store: Store, arch: str, name: str | None = None, source: str = 
     hexes = hexes[:limit] if limit else hexes
     blocks = [b for b in decoded_blocks(store, hexes).values() if isinstance(b, Block)]
     table = default_table(blocks, arch, table_cache())
-    name = name or f"{arch}-default"
     save_param_table(store, name, arch, table.to_document(), {**table.provenance, "blocks": str(len(blocks))})
     return name, table
 
@@ -170,8 +187,8 @@ def stored_table(store: Store, name: str) -> ParamTable:
 
 
 def table_from(store: Store, source: str) -> ParamTable:
-    """A table from a ``.json``/``.parquet`` file, else the stored table of that name."""
-    return load_table(source) if Path(source).suffix in (".json", ".parquet", ".txt") else stored_table(store, source)
+    """A table from a ``.json``/``.parquet``/``.txt`` file, else the stored table of that name."""
+    return load_table(source) if Path(source).suffix in TABLE_FILES else stored_table(store, source)
 
 
 # -- evaluation ----------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ Blocks are the surrogate's data set's blocks that have a truth, split 80/10/10 e
 
 from __future__ import annotations
 
+import io
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError, brief
+from engine.io.table_import import read_bytes, unquote_frame
 from engine.study import check_study_name
 from engine.surrogates.difftune import bhive
 from engine.surrogates.difftune.calibration import calibration_table, default_parameters, start_configuration
@@ -35,13 +37,12 @@ from engine.surrogates.difftune.params import ParamTable, from_document, simple_
 from engine.surrogates.difftune.simulate import simulated
 from engine.surrogates.difftune.train import split_blocks
 from storage import Store
-from storage.difftune import block_measurements, save_evaluation, save_param_table
+from storage.difftune import block_measurements, reserve_evaluation_id, save_evaluation, save_param_table
 from storage.difftune_datasets import dataset
 from storage.difftune_experiments import experiments, save_experiment
-from storage.difftune_experiments import surrogate as surrogate_row
 from workflows.difftune import table_cache, this_cpu
 from workflows.difftune_dataset import stored_job
-from workflows.difftune_surrogate import stored_surrogate
+from workflows.difftune_surrogate import stored_surrogate, surrogate_record
 
 #: Points kept per learning curve in the stored summary (the page draws them).
 CURVE_POINTS = 400
@@ -75,7 +76,12 @@ def _measured_truth(store: Store, measured: str | None) -> tuple[str, dict[str, 
         path = Path(measured)
         if not path.is_file():
             raise UserError(f"measured: {brief(measured)} is not a file")
-        rows = pd.read_csv(path, dtype={"hex": str})
+        try:  # bounded (gzip too), and a blocks export's text cells carry their spreadsheet quotes
+            rows = unquote_frame(pd.read_csv(io.BytesIO(read_bytes(path, f"measured {path.name}")), dtype={"hex": str}))
+        except UserError:
+            raise
+        except ValueError as exc:
+            raise UserError(f"measured {path.name}: not a CSV table ({' '.join(str(exc).split())[:120]})") from None
         missing = [c for c in ("hex", "status", "cycles_median") if c not in rows.columns]
         if missing:
             raise UserError(f"measured: {brief(measured)} has no column {missing[0]!r} (a tunelab blocks export CSV)")
@@ -160,12 +166,7 @@ def calibration_study(store: Store, kind: str, surrogate_name: str, *, name: str
         raise UserError(f"blocks: must be an integer >= 10, got {brief(blocks)}")
     if check_study_name(name) in store.study_names():
         raise UserError(f"name: study {brief(name)} already exists; pick another name or delete it first")
-    row = surrogate_row(store, surrogate_name)
-    if row is None:
-        raise UserError(f"surrogate: none named {brief(surrogate_name)} (tunelab difftune train makes one)")
-    data = dataset(store, row["dataset"])
-    if data is None:
-        raise UserError(f"surrogate: its data set {brief(row['dataset'])} is no longer in this database")
+    row, data = _surrogate_and_data(store, surrogate_name)
     model = from_document(data["model"])
     problem, label, _ = _problem(store, kind, list(stored_job(store, data).blocks), model,
                                  int(row["config"].get("split_seed", 0)), arch=arch, measured=measured, seed=seed)
@@ -191,44 +192,58 @@ def _curve(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return frame.iloc[::step].to_dict("records")
 
 
-def run(store: Store, kind: str, surrogate_name: str, *, arch: str | None = None, measured: str | None = None,
-        budget: int | None = None, strategies: tuple[str, ...] = ("RS", "BO"), learn_epochs: int | None = None,
-        lr: float = 0.05, seed: int = 0, progress: Progress | None = None) -> ExperimentRun:
-    """Run one experiment with a trained surrogate and store it (its tables, predictions and summary)."""
-    started = time.monotonic()
-    if kind not in KINDS:
-        raise UserError(f"kind: expected one of {', '.join(KINDS)}, got {brief(kind)}")
-    for name, value in (("budget", budget), ("learn_epochs", learn_epochs)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise UserError(f"{name}: must be a positive integer, got {brief(value)}")
-    row, surrogate = stored_surrogate(store, surrogate_name)
+def _surrogate_and_data(store: Store, surrogate_name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A surrogate's row and its data set's."""
+    row = surrogate_record(store, surrogate_name)
     data = dataset(store, row["dataset"])
     if data is None:
         raise UserError(f"surrogate: its data set {brief(row['dataset'])} is no longer in this database")
-    job = stored_job(store, data)
-    model = from_document(data["model"])
-    problem, label, cpu_id = _problem(store, kind, list(job.blocks), model, int(row["config"].get("split_seed", 0)),
-                                      arch=arch, measured=measured, seed=seed)
-    settings = Settings(budget=budget or int(data["samples_done"]), strategies=tuple(strategies),
+    return row, data
+
+
+def run(store: Store, kind: str, surrogate_name: str, *, arch: str | None = None, measured: str | None = None,
+        budget: int | None = None, strategies: tuple[str, ...] = ("RS", "BO"), learn_epochs: int | None = None,
+        lr: float = 0.05, seed: int = 0, progress: Progress | None = None) -> ExperimentRun:
+    """Run one experiment with a trained surrogate and store it: each method's table as soon as it is found (a run
+    stopped later keeps it), then the predictions and the summary. ``budget`` counts simulator calls (default:
+    the data set's size). Every argument is checked before anything is learnt."""
+    started = time.monotonic()
+    if kind not in KINDS:
+        raise UserError(f"kind: expected one of {', '.join(KINDS)}, got {brief(kind)}")
+    row, data = _surrogate_and_data(store, surrogate_name)
+    settings = Settings(budget=int(data["samples_done"]) if budget is None else budget, strategies=tuple(strategies),
                         learn=LearnConfig(lr=lr, seed=seed), learn_epochs=learn_epochs, seed=seed)
-    outcome = run_experiment(problem, surrogate, settings, progress)
-    return _store(store, kind, surrogate_name, data, problem, outcome, settings, label, cpu_id, started)
+    model = from_document(data["model"])
+    problem, label, cpu_id = _problem(store, kind, list(stored_job(store, data).blocks), model,
+                                      int(row["config"].get("split_seed", 0)), arch=arch, measured=measured, seed=seed)
+    surrogate = stored_surrogate(store, row)
+    reserved: list[int] = []  # the evaluation's id, taken when the first table is stored: a refused run leaves no gap
+    names: dict[str, str] = {}
+    say = progress or (lambda _: None)
+
+    def keep(method: str, table: ParamTable) -> None:
+        reserved[:] = reserved or [reserve_evaluation_id(store)]
+        slug = method.lower().replace(" ", "-").replace("(", "").replace(")", "")
+        names[method] = f"experiment-{reserved[0]}-{slug}"
+        save_param_table(store, names[method], str(data["arch"]), table.to_document(),
+                         {**table.provenance, "experiment": kind, "method": method, "evaluation": str(reserved[0])})
+        say(f"stored table {names[method]}")
+
+    outcome = run_experiment(problem, surrogate, settings, progress, on_table=keep)
+    return _store(store, kind, surrogate_name, data, problem, outcome, settings, label, cpu_id, reserved[0], names,
+                  started)
 
 
 def _store(store: Store, kind: str, surrogate_name: str, data: dict[str, Any], problem: Problem, outcome: Outcome,
-           settings: Settings, label: str, cpu_id: str | None, started: float) -> ExperimentRun:
+           settings: Settings, label: str, cpu_id: str | None, evaluation_id: int, names: dict[str, str],
+           started: float) -> ExperimentRun:
+    """The predictions (under the reserved evaluation id) and the summary, naming the tables already stored."""
     blocks = {"train": len(problem.train), "test": len(problem.test), "data_set": len(problem.blocks)}
     costs = {"DiffTune (data set)": int(data["samples_done"]), **outcome.costs}
     arch = str(data["arch"])
-    evaluation_id = save_evaluation(store, arch=arch, truth=f"experiment {kind}", cpu_id=cpu_id,
-                                    summary={"truth": label, "accuracy": outcome.accuracy.to_dict("records")},
-                                    predictions=outcome.predictions)
-    names = {}
-    for method, table in outcome.tables.items():
-        slug = method.lower().replace(" ", "-").replace("(", "").replace(")", "")
-        names[method] = f"experiment-{evaluation_id}-{slug}"
-        save_param_table(store, names[method], arch, table.to_document(),
-                         {**table.provenance, "experiment": kind, "method": method, "evaluation": str(evaluation_id)})
+    save_evaluation(store, arch=arch, truth=f"experiment {kind}", cpu_id=cpu_id,
+                    summary={"truth": label, "accuracy": outcome.accuracy.to_dict("records")},
+                    predictions=outcome.predictions, evaluation_id=evaluation_id)
     summary = {"truth": label, "arch": arch, "cpu_id": cpu_id, "blocks": blocks, "costs": costs, "tables": names,
                "settings": {"budget": settings.budget, "strategies": list(settings.strategies), "lr": settings.learn.lr,
                             "learn_epochs": settings.learn_epochs, "seed": settings.seed, "dataset": data["name"]},

@@ -19,6 +19,7 @@ import pandas as pd
 from engine.errors import UserError, brief
 from engine.surrogates.difftune.dataset import load_dataset
 from engine.surrogates.difftune.params import from_document
+from engine.surrogates.difftune.surrogate import Surrogate
 from engine.surrogates.difftune.train import Samples, TrainConfig, evaluate, history, load_surrogate, split_blocks, train
 from storage import Store
 from storage.difftune_datasets import dataset
@@ -53,8 +54,7 @@ def dataset_samples(store: Store, name: str) -> Samples:
     if row is None:
         raise UserError(f"dataset: no simulated data set named {brief(name)} (tunelab difftune dataset makes one)")
     job = stored_job(store, row)
-    frame = load_dataset(Path(store.path).parent / row["folder"])
-    frame = frame.iloc[:int(row["samples_done"])]
+    frame = load_dataset(Path(store.path).parent / row["folder"], int(row["samples_done"]), len(job.blocks))
     if frame.empty:
         raise UserError(f"dataset: {brief(name)} holds no samples yet")
     return Samples(frame, job.blocks, from_document(row["model"]))
@@ -108,17 +108,20 @@ def _finite(value: Any) -> float | None:
     return float(value) if value is not None and np.isfinite(value) else None
 
 
-def stored_surrogate(store: Store, name: str) -> tuple[dict[str, Any], Any]:
-    """A surrogate's row and the network of its last checkpoint."""
+def surrogate_record(store: Store, name: str) -> dict[str, Any]:
+    """A surrogate's row; a name the store does not hold is a UserError saying what makes one."""
     row = surrogate(store, name)
     if row is None:
         raise UserError(f"surrogate: none named {brief(name)} (tunelab difftune train makes one)")
-    return row, load_surrogate(Path(store.path).parent / row["folder"])
+    return row
+
+
+def stored_surrogate(store: Store, row: dict[str, Any]) -> Surrogate:
+    """The network of a surrogate's last checkpoint (``row`` from :func:`surrogate_record`), read as tensors and
+    plain values only: a checkpoint that holds anything else is refused, never run."""
+    return load_surrogate(Path(store.path).parent / row["folder"])
 
 
 def training_curves(store: Store, name: str) -> pd.DataFrame:
     """A surrogate's training history (loss per step, validation MAPE per epoch)."""
-    row = surrogate(store, name)
-    if row is None:
-        raise UserError(f"surrogate: none named {brief(name)}")
-    return history(Path(store.path).parent / row["folder"])
+    return history(Path(store.path).parent / surrogate_record(store, name)["folder"])

@@ -8,10 +8,12 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
-from app.cli._common import MAX_COUNT, MAX_SEED, add_json, bounded, open_store
+from app.cli._common import MAX_COUNT, add_json, bounded, open_store
 from app.cli._output import emit
 
 MAX_EPOCHS = 100_000
+#: numpy's ``RandomState`` (the split, the batch order, the random start) takes seeds up to this.
+MAX_NUMPY_SEED = 2**32 - 1
 
 
 def _needs_torch() -> None:
@@ -34,7 +36,7 @@ def register_learning(actions: argparse._SubParsersAction[argparse.ArgumentParse
     p.add_argument("--hidden", type=int, default=64, action=bounded(1, 4096), help="LSTM width (DiffTune: 256)")
     p.add_argument("--layers", type=int, default=2, action=bounded(1, 16), help="LSTM layers (DiffTune: 4)")
     p.add_argument("--batch", type=int, default=256, action=bounded(1, MAX_COUNT), help="samples per step")
-    p.add_argument("--seed", type=int, default=0, action=bounded(0, MAX_SEED), help="network and batch order seed")
+    p.add_argument("--seed", type=int, default=0, action=bounded(0, MAX_NUMPY_SEED), help="network and batch order seed")
     p.add_argument("--max-minutes", type=float, help="stop after the epoch that would overrun this (rerun to continue)")
     add_json(p)
     p.set_defaults(func=_train)
@@ -47,11 +49,12 @@ def register_learning(actions: argparse._SubParsersAction[argparse.ArgumentParse
                                   "(default: this machine's, when it measured them)")
     e.add_argument("--measured", help="this-cpu: a tunelab blocks export CSV (default: this CPU's stored blocks)")
     e.add_argument("--budget", type=int, action=bounded(1, 10**10),
-                   help="simulator calls for greedy and the strategies (default: the data set's size, DiffTune's cost)")
+                   help="simulator calls (one block simulated under one table) for greedy search and the strategies; "
+                        "at least the training blocks (default: the data set's size, DiffTune's cost)")
     e.add_argument("--strategies", default="RS,BO", help="Tunelab strategies calibrating a parameter subset")
     e.add_argument("--epochs", type=int, action=bounded(1, MAX_EPOCHS), help="parameter-learning epochs (default: ~1,000 steps)")
     e.add_argument("--lr", type=float, default=0.05, help="parameter-learning rate (DiffTune: 0.05)")
-    e.add_argument("--seed", type=int, default=0, action=bounded(0, MAX_SEED), help="random start and search seed")
+    e.add_argument("--seed", type=int, default=0, action=bounded(0, MAX_NUMPY_SEED), help="random start and search seed")
     add_json(e)
     e.set_defaults(func=_experiment)
 
@@ -68,7 +71,7 @@ def register_learning(actions: argparse._SubParsersAction[argparse.ArgumentParse
     c.add_argument("--measured", help="as for experiment")
     c.add_argument("--blocks", type=int, default=500, action=bounded(10, MAX_COUNT),
                    help="training blocks each configuration simulates")
-    c.add_argument("--seed", type=int, default=0, action=bounded(0, MAX_SEED), help="the random start's seed")
+    c.add_argument("--seed", type=int, default=0, action=bounded(0, MAX_NUMPY_SEED), help="the random start's seed")
     add_json(c)
     c.set_defaults(func=_calibration)
 

@@ -181,7 +181,7 @@ def apply(start: ParamTable, config: Mapping[str, int]) -> ParamTable:
 
 
 class _Objective:
-    """Training MAPE of level-index rows of a calibration space, counting the block-simulations spent."""
+    """Training MAPE of level-index rows of a calibration space, counting the simulator calls spent."""
 
     def __init__(self, blocks: Sequence[Block], truth: np.ndarray, start: ParamTable, parameters: Sequence[str]) -> None:
         self.blocks, self.truth, self.start = blocks, truth, start

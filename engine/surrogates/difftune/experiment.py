@@ -4,8 +4,13 @@ real simulator on the test blocks (difftune.md §5, §7 "Baselines Tunelab must 
 Methods, all on the same split and blocks: the fixed tables of the problem (llvm-mca's defaults through our
 simulator, the simple table, DiffTune's random start), fixed predictions (llvm-mca-19 itself), DiffTune from
 each start, greedy per-parameter search and Tunelab's strategies over a subset of parameters from the first
-start. Greedy and the strategies get a budget of simulator calls, by default DiffTune's own: the size of the
-data set its surrogate was trained on, so "better at the same budget" is a like-for-like claim.
+start. Greedy and the strategies get a budget of simulator calls (one block simulated under one table), by
+default DiffTune's own: the size of the data set its surrogate was trained on, so "better at the same budget"
+is a like-for-like claim.
+
+Settings are checked before anything is learnt: a budget greedy search or a strategy cannot use is refused
+then, not after the learning stages. Each table is handed to ``on_table`` as soon as its method ends, so a
+caller keeps it whatever stops the run later.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError, brief
-from engine.surrogates.difftune.calibration import calibrate, default_parameters
+from engine.strategies.registry import make_strategy, strategy_class
+from engine.surrogates.difftune.calibration import calibrate, calibration_space, default_parameters
 from engine.surrogates.difftune.decode import Block
 from engine.surrogates.difftune.greedy import greedy_search
 from engine.surrogates.difftune.learn import LearnConfig, block_keys, learn_table
@@ -30,7 +36,11 @@ from engine.surrogates.difftune.surrogate import Surrogate
 KINDS = ("recovery", "cross-arch", "this-cpu")
 #: Parameter-learning steps when no epoch count is given: DiffTune's one epoch was ~900 steps of 256 blocks.
 TARGET_STEPS = 1000
+#: Seeds stop below this: numpy's ``RandomState`` draws the random start and the learning's batches.
+MAX_SEED = 2**32
 Progress = Callable[[str], None]
+#: Receives each method's table (its label, the table) as soon as the method ends.
+OnTable = Callable[[str, ParamTable], None]
 
 
 @dataclass(frozen=True)
@@ -64,7 +74,7 @@ class Problem:
 
 @dataclass(frozen=True)
 class Settings:
-    """Learning and baseline settings; ``budget`` is in block-simulations."""
+    """Learning and baseline settings; ``budget`` is in simulator calls (one block simulated under one table)."""
 
     budget: int
     strategies: tuple[str, ...] = ("RS", "BO")
@@ -72,6 +82,41 @@ class Settings:
     learn_epochs: int | None = None
     parameters: int = 4
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        """Refuse what only a later stage would trip over, before the problem is even built."""
+        if isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 1:
+            raise UserError(f"budget: must be a positive whole number of simulator calls, got {brief(self.budget)}")
+        for name, low in (("learn_epochs", 1), ("parameters", 0)):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
+                raise UserError(f"{name}: must be an integer ≥ {low}, got {brief(value)}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < MAX_SEED:
+            raise UserError(f"seed: must be an integer from 0 to {MAX_SEED - 1:,}, got {brief(self.seed)}")
+        if isinstance(self.strategies, str) or not self.strategies:
+            raise UserError(f"strategies: name at least one strategy, got {brief(self.strategies)}")
+        for name in self.strategies:
+            strategy_class(name)
+
+
+def _check_budget(problem: Problem, settings: Settings) -> None:
+    """Refuse a budget greedy search or a strategy cannot use, before any learning: their own checks come only
+    after the learning stages, whose tables would be spent for nothing. Greedy search's first evaluation (the
+    start) simulates every training block; a strategy gets ``budget // training blocks`` evaluations."""
+    n = len(problem.train)
+    if settings.budget < n:
+        raise UserError(f"budget: {settings.budget:,} simulator calls cannot pay for one evaluation of the start on the "
+                        f"{n:,} training blocks (one call per block); give at least {n:,}")
+    first = next(iter(problem.starts.values()))
+    space = calibration_space(first, default_parameters(_pick(problem.blocks, problem.train), first, settings.parameters))
+    evaluations = settings.budget // n
+    for strategy in settings.strategies:
+        try:
+            make_strategy(strategy, space, evaluations, seed=settings.seed)
+        except UserError as error:
+            raise UserError(f"budget: {settings.budget:,} simulator calls give {strategy} {evaluations:,} evaluation"
+                            f"{'s' if evaluations > 1 else ''} of the {n:,} training blocks, which it refuses "
+                            f"({brief(str(error), 100)})") from None
 
 
 @dataclass(frozen=True)
@@ -117,9 +162,13 @@ def _epochs(settings: Settings, n_train: int) -> int:
     return max(1, round(TARGET_STEPS / per_epoch))
 
 
-def run_experiment(problem: Problem, surrogate: Surrogate, settings: Settings, progress: Progress | None = None) -> Outcome:
-    """Learn, search, then score everything on the test blocks."""
+def run_experiment(problem: Problem, surrogate: Surrogate, settings: Settings, progress: Progress | None = None,
+                   on_table: OnTable | None = None) -> Outcome:
+    """Check the budget, learn, search, then score everything on the test blocks; ``on_table`` gets each method's
+    table as soon as it is found."""
+    _check_budget(problem, settings)
     say = progress or (lambda _: None)
+    keep = on_table or (lambda _label, _table: None)
     train_blocks, test_blocks = _pick(problem.blocks, problem.train), _pick(problem.blocks, problem.test)
     train_truth, test_truth = problem.truth[problem.train], problem.truth[problem.test]
     tables: dict[str, ParamTable] = {}
@@ -139,6 +188,7 @@ def run_experiment(problem: Problem, surrogate: Surrogate, settings: Settings, p
         learned = learn_table(surrogate, train_blocks, train_truth, start, config, validate)
         label = f"DiffTune ({name} start)"
         tables[label] = learned.table
+        keep(label, learned.table)
         curves[label] = learned.history.merge(learned.validation.rename(columns={"mape": "val_mape"}), on="step",
                                               how="outer")
         costs[f"{label}: validation"] = len(learned.validation) * len(val_blocks)
@@ -147,12 +197,14 @@ def run_experiment(problem: Problem, surrogate: Surrogate, settings: Settings, p
     greedy = greedy_search(train_blocks, train_truth, first, settings.budget, seed=settings.seed)
     label = f"greedy ({first_name} start)"
     tables[label], curves[label], costs[label] = greedy.table, greedy.history, greedy.calls
+    keep(label, greedy.table)
     parameters = default_parameters(train_blocks, first, settings.parameters)
     for strategy in settings.strategies:
         say(f"{strategy} over {', '.join(parameters)}: {settings.budget:,} simulator calls")
         found = calibrate(train_blocks, train_truth, first, parameters, strategy, settings.budget, seed=settings.seed)
         label = f"{strategy} search ({first_name} start)"
         tables[label], curves[label], costs[label] = found.table, found.history, found.calls
+        keep(label, found.table)
     say(f"scoring {len(tables) + len(problem.fixed_tables) + len(problem.starts)} tables on {len(test_blocks):,} test blocks")
     scored = {**{f"{name} (start)": t for name, t in problem.starts.items()}, **problem.fixed_tables, **tables}
     frames = [_frame(test_blocks, name, simulated(test_blocks, table), test_truth) for name, table in scored.items()]

@@ -87,7 +87,7 @@ class _Greedy:
 def greedy_search(blocks: Sequence[Block], truth: np.ndarray, start: ParamTable, budget: int, *,
                   seed: int = 0) -> SearchResult:
     """Coordinate search from ``start`` for a table whose simulation of ``blocks`` matches ``truth`` (cycles per
-    100 iterations); ``budget`` counts block-simulations, the start's first evaluation included."""
+    100 iterations); ``budget`` counts simulator calls (one block under one table), the start's first evaluation included."""
     values = check_problem(blocks, truth, start)
     search = _Greedy(blocks, values, start, check_budget(budget, len(blocks)))
     order = visiting_order(search.holders, start, seed)

@@ -21,6 +21,7 @@ mispredicts); this keeps what the simulator confirms, so learning never ends wor
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -52,8 +53,8 @@ class LearnConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise UserError(f"{name}: must be a positive integer, got {brief(value)}")
-        if not self.lr > 0:
-            raise UserError(f"lr: must be positive, got {brief(self.lr)}")
+        if isinstance(self.lr, bool) or not isinstance(self.lr, int | float) or not (math.isfinite(self.lr) and self.lr > 0):
+            raise UserError(f"lr: must be a positive finite number, got {brief(self.lr)}")
 
 
 @dataclass(frozen=True)

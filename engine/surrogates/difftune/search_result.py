@@ -1,7 +1,7 @@
 """What a search for a simulator table returns, and the error it minimises: shared by greedy per-parameter
 search and the calibration run as a tuning study, so their curves and costs compare like for like.
 
-Cost is counted in block-simulations (one block under one table = 1 call): the unit that also measures
+Cost is counted in simulator calls (one block under one table = 1 call): the unit that also measures
 DiffTune's data set, whatever a method does with its calls.
 """
 
@@ -21,7 +21,7 @@ from engine.surrogates.difftune.params import ParamTable
 
 @dataclass(frozen=True)
 class SearchResult:
-    """The best table found, the block-simulations spent, and the curve: ``calls`` and ``mape`` (the best
+    """The best table found, the simulator calls spent, and the curve: ``calls`` and ``mape`` (the best
     training MAPE so far) after each evaluation."""
 
     table: ParamTable
@@ -45,7 +45,7 @@ def check_problem(blocks: Sequence[Block], truth: np.ndarray, start: ParamTable)
 def check_budget(budget: int, first: int) -> int:
     """The budget as an int; refused when it cannot pay for the ``first`` evaluation (the start's)."""
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < first:
-        raise UserError(f"budget: {brief(budget)} block-simulations cannot pay for one evaluation ({first})")
+        raise UserError(f"budget: {brief(budget)} simulator calls cannot pay for one evaluation ({first})")
     return int(budget)
 
 

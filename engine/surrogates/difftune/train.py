@@ -6,13 +6,20 @@ stored data set plugs in unchanged. Each epoch ends with a validation MAPE and a
 optimiser, epoch, EMA, history, vocabulary, configuration); ``train`` on a folder holding one resumes after
 its epoch. Batch order depends only on (seed, epoch) and the network's start only on the seed, so a resumed
 run ends with the same weights as one that never stopped.
+
+A checkpoint holds only tensors and plain values (numbers, text, lists, dicts) and is read with
+``torch.load(weights_only=True)``: one received from elsewhere cannot run code, and one holding anything else
+is refused. Checkpoints written before that rule was enforced already held nothing else, so they still load.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import pickle
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -30,6 +37,11 @@ from engine.surrogates.difftune.tokens import Vocabulary
 
 CHECKPOINT = "checkpoint.pt"
 HISTORY = "history.csv"
+#: numpy's ``RandomState`` (the split, the batch order) takes seeds below this.
+MAX_SEED = 2**32
+#: What a checkpoint holds; ``_save`` writes exactly these.
+_CONTENTS = ("config", "epoch", "step", "ema", "history", "model", "network", "optimiser", "vocabulary", "resources")
+_RETRAIN = "retrain the surrogate (delete its folder, then tunelab difftune train)"
 #: Batches sorted by block length within windows of this many batches: long blocks pad few others.
 _BUCKET = 16
 
@@ -71,6 +83,23 @@ class TrainConfig:
     ema_beta: float = 0.995
     seed: int = 0
     split_seed: int = 0
+
+    def __post_init__(self) -> None:
+        """Refuse what training would only trip over later (numpy's seeds stop at 2**32, after the row is stored)."""
+        for name in ("embedding", "hidden", "layers", "batch"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise UserError(f"{name}: must be a positive integer, got {brief(value)}")
+        for name in ("seed", "split_seed"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < MAX_SEED:
+                raise UserError(f"{name}: must be an integer from 0 to {MAX_SEED - 1:,}, got {brief(value)}")
+        for name in ("lr", "clip"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not (math.isfinite(value) and value > 0):
+                raise UserError(f"{name}: must be a positive finite number, got {brief(value)}")
+        if isinstance(self.ema_beta, bool) or not isinstance(self.ema_beta, int | float) or not 0 <= self.ema_beta < 1:
+            raise UserError(f"ema_beta: must be a number from 0 up to 1 (excluded), got {brief(self.ema_beta)}")
 
 
 @dataclass(frozen=True)
@@ -150,19 +179,68 @@ def _save(folder: Path, surrogate: Surrogate, optimiser: torch.optim.Optimizer, 
     pd.DataFrame(state["history"]).to_csv(folder / HISTORY, index=False)
 
 
-def _checkpoint(folder: Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Checkpoint:
+    """A checkpoint read back: its file, its configuration and its values (tensors and plain values only)."""
+
+    path: Path
+    config: TrainConfig
+    data: dict[str, Any]
+
+    def surrogate(self) -> Surrogate:
+        """The network with the checkpoint's vocabulary, resource model and weights."""
+        with _fitting(self.path):
+            surrogate = _surrogate(self.config, Vocabulary.from_document(self.data["vocabulary"]), self.data["resources"])
+            surrogate.network.load_state_dict(self.data["network"])
+        return surrogate
+
+    def resume(self, optimiser: torch.optim.Optimizer) -> dict[str, Any]:
+        """The optimiser's state put back; the training state (epoch, step, EMA, history) to carry on from."""
+        with _fitting(self.path):
+            optimiser.load_state_dict(self.data["optimiser"])
+            ema = self.data["ema"]
+            return {"epoch": int(self.data["epoch"]), "step": int(self.data["step"]),
+                    "ema": None if ema is None else float(ema), "history": list(self.data["history"])}
+
+
+def _reason(error: BaseException) -> str:
+    """An exception as a short phrase: its type and the start of its first line."""
+    first = str(error).strip().split("\n")[0]
+    return f"{type(error).__name__}: {brief(first, 100)}"
+
+
+@contextmanager
+def _fitting(path: Path) -> Iterator[None]:
+    """What a malformed checkpoint's values raise as they are put in place, as one line naming the file."""
+    try:
+        yield
+    except (TypeError, ValueError, KeyError, AttributeError, RuntimeError) as error:  # UserError is a ValueError
+        raise UserError(f"checkpoint {str(path)!r}: its values do not fit a surrogate ({_reason(error)}); {_RETRAIN}") from None
+
+
+def _checkpoint(folder: Path) -> _Checkpoint:
+    """A folder's checkpoint, read with ``weights_only`` (its pickle can build tensors and plain values, never run
+    code); a file that holds anything else, or is damaged, is refused in one line naming it."""
     path = folder / CHECKPOINT
     if not path.is_file():
-        raise UserError(f"checkpoint {path}: not found")
-    data: dict[str, Any] = torch.load(path, weights_only=False)
-    return data
+        raise UserError(f"checkpoint {str(path)!r}: not found")
+    try:
+        data = torch.load(path, weights_only=True, map_location="cpu")
+    except pickle.UnpicklingError:
+        raise UserError(f"checkpoint {str(path)!r}: refused, it holds Python objects besides tensors and plain values "
+                        f"(loading them could run code); {_RETRAIN}") from None
+    except Exception as error:  # untrusted bytes fail to parse in many ways: RuntimeError, EOFError, KeyError, ...
+        raise UserError(f"checkpoint {str(path)!r}: cannot be read ({_reason(error)}); {_RETRAIN}") from None
+    missing = [key for key in _CONTENTS if not isinstance(data, dict) or key not in data]
+    if missing:
+        raise UserError(f"checkpoint {str(path)!r}: not a DiffTune surrogate checkpoint (no {missing[0]!r}); {_RETRAIN}")
+    with _fitting(path):
+        return _Checkpoint(path, TrainConfig(**data["config"]), data)
 
 
 def load_surrogate(folder: str | Path) -> Surrogate:
     """The surrogate of a training folder's last checkpoint, in evaluation mode."""
-    data = _checkpoint(Path(folder))
-    surrogate = _surrogate(TrainConfig(**data["config"]), Vocabulary.from_document(data["vocabulary"]), data["resources"])
-    surrogate.network.load_state_dict(data["network"])
+    surrogate = _checkpoint(Path(folder)).surrogate()
     surrogate.network.train(False)
     return surrogate
 
@@ -185,19 +263,19 @@ def train(samples: Samples, folder: str | Path, epochs: int, config: TrainConfig
     train_blocks, val_blocks, _ = split_blocks(len(samples.blocks), config.split_seed)
     resumed = _checkpoint(out) if (out / CHECKPOINT).is_file() else None
     if resumed is not None:
-        if resumed["config"] != asdict(config):
-            raise UserError(f"checkpoint {out}: trained with {brief(json.dumps(resumed['config']))}, not this configuration")
-        vocabulary = Vocabulary.from_document(resumed["vocabulary"])
+        if resumed.config != config:
+            raise UserError(f"checkpoint {out}: trained with {brief(json.dumps(asdict(resumed.config)))}, not this configuration")
+        if resumed.data["resources"] != list(samples.model.resources):
+            raise UserError(f"checkpoint {out}: trained on resources {brief(resumed.data['resources'])}, not this "
+                            f"data set's {brief(list(samples.model.resources))}")
+        surrogate = resumed.surrogate()
     else:
-        vocabulary = Vocabulary.build(samples.blocks[i] for i in train_blocks)
-    surrogate = _surrogate(config, vocabulary, samples.model.resources)
+        surrogate = _surrogate(config, Vocabulary.build(samples.blocks[i] for i in train_blocks), samples.model.resources)
     optimiser = torch.optim.Adam(surrogate.network.parameters(), lr=config.lr, betas=(0.9, 0.999))
     state: dict[str, Any] = {"epoch": 0, "step": 0, "ema": None, "history": [], "config": asdict(config),
                              "model": samples.model.to_document()}
     if resumed is not None:
-        surrogate.network.load_state_dict(resumed["network"])
-        optimiser.load_state_dict(resumed["optimiser"])
-        state.update({k: resumed[k] for k in ("epoch", "step", "ema", "history")})
+        state.update(resumed.resume(optimiser))
     if state["epoch"] >= epochs:
         return surrogate, pd.DataFrame(state["history"])
     data = _Encoded.of(samples.restrict(train_blocks), surrogate.featuriser.resources)
@@ -236,4 +314,4 @@ def train(samples: Samples, folder: str | Path, epochs: int, config: TrainConfig
 
 def model_table(folder: str | Path) -> ParamTable:
     """The model table a folder's surrogate was trained under (its resource model fixes the row columns)."""
-    return from_document(_checkpoint(Path(folder))["model"])
+    return from_document(_checkpoint(Path(folder)).data["model"])
