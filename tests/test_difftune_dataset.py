@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from app.cli import difftune_dataset as cli
 from engine.errors import UserError
+from engine.surrogates.difftune import dataset as dataset_module
 from engine.surrogates.difftune.dataset import assignment, load_dataset, write_shard
 from engine.surrogates.difftune.params import from_document
 from engine.surrogates.difftune.sampling import sample_table
@@ -107,15 +109,27 @@ def test_a_dask_cluster_gives_the_serial_rows(reference, db_path):
             assert load_dataset(dataset_folder(store, "dask")).equals(reference[1])
 
 
+def _stop(done, wanted):
+    raise _Stop
+
+
 def test_bad_input_is_one_line_naming_the_field(reference, db_path):
     with Store(db_path) as store:
         for name, options, field in (("../x", {}, "name:"), ("bad", {"samples": 0}, "samples:"),
                                      ("bad", {"source": "all"}, "blocks:"), ("bad", {"scheduler": "a b"}, "scheduler:"),
-                                     ("bad", {"workers": 2, "scheduler": "tcp://h:1"}, "workers:")):
-            with pytest.raises(UserError, match=field):
-                _make(store, name, **options)
+                                     ("bad", {"workers": 2, "scheduler": "tcp://h:1"}, "workers:"),
+                                     ("big", {"samples": dataset_module.MAX_SAMPLES + 1}, "samples:"),
+                                     ("big", {"chunk": dataset_module.MAX_SHARD_ROWS + 1}, "chunk:"),
+                                     ("big", {"samples": dataset_module.MAX_SHARDS + 1, "chunk": 1}, "chunk:")):
+            with pytest.raises(UserError, match=field):  # before anything is simulated (_stop) or recorded
+                _make(store, name, progress=_stop, **options)
+            assert dataset(store, name) is None
         _make(store, "t", samples=20)
     other = run_cli("difftune", "dataset", "--arch", "skylake", "--samples", "20", "--name", "t", db=db_path)
     zero = run_cli("difftune", "dataset", "--arch", "haswell", "--samples", "0", db=db_path)
     for result, text in ((other, "arch: data set 't' is for 'haswell'"), (zero, "--samples 0: must be from 1")):
         assert result.returncode == 2 and text in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_the_command_lines_bounds_are_what_a_data_set_loads_back():
+    assert (cli.MAX_SAMPLES, cli.MAX_CHUNK) == (dataset_module.MAX_SAMPLES, dataset_module.MAX_SHARD_ROWS)

@@ -18,7 +18,17 @@ from typing import Any
 
 from engine.errors import UserError, brief
 from engine.surrogates.difftune import bhive
-from engine.surrogates.difftune.dataset import Job, check_scheduler, chunks, discard_from, run, write_shard
+from engine.surrogates.difftune.dataset import (
+    MAX_SAMPLES,
+    MAX_SHARD_ROWS,
+    MAX_SHARDS,
+    Job,
+    check_scheduler,
+    chunks,
+    prepare_folder,
+    run,
+    write_shard,
+)
 from engine.surrogates.difftune.decode import Block
 from engine.surrogates.difftune.defaults import default_table
 from engine.surrogates.difftune.params import from_document
@@ -95,9 +105,12 @@ def simulate_dataset(store: Store, *, arch: str, samples: int, source: str = "an
     creating it on first use (``limit``: the first blocks of the source only)."""
     started = time.monotonic()
     name = name or f"{arch}-{source}"
-    for field, value in (("samples", samples), ("workers", workers), ("chunk", chunk)):
+    for field, value, most in (("samples", samples, MAX_SAMPLES), ("workers", workers, None),
+                               ("chunk", chunk, MAX_SHARD_ROWS)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise UserError(f"{field}: must be a positive integer, got {brief(value)}")
+        if most is not None and value > most:
+            raise UserError(f"{field}: at most {most:,} (what a data set loads back), got {value:,}")
     if source not in SOURCES:
         raise UserError(f"blocks: expected one of {', '.join(SOURCES)}, got {brief(source)}")
     check_name(name)
@@ -107,21 +120,24 @@ def simulate_dataset(store: Store, *, arch: str, samples: int, source: str = "an
             raise UserError(f"workers: {workers} local workers and a Dask scheduler ({brief(scheduler)}); choose one")
     row = dataset(store, name)
     if row is None:
-        job = _new_job(store, arch, source, limit)
-        folder = dataset_folder(store, name)
+        job, folder, done = _new_job(store, arch, source, limit), dataset_folder(store, name), 0
+    elif row["arch"] != arch:
+        raise UserError(f"arch: data set {brief(name)} is for {brief(row['arch'])}, got {brief(arch)}")
+    else:
+        job, folder, done = stored_job(store, row), Path(store.path).parent / row["folder"], int(row["samples_done"])
+    ranges = chunks(done, samples, chunk)
+    shards = prepare_folder(folder, len(job.blocks), done) + len(ranges)
+    if shards > MAX_SHARDS:
+        raise UserError(f"chunk: {samples:,} samples in chunks of {chunk:,} make {shards:,} shards, more than "
+                        f"{MAX_SHARDS:,}; choose a larger chunk")
+    if row is None:
         create_dataset(store, name=name, arch=arch, blocks=[b.hex for b in job.blocks], model=job.model.to_document(),
                        folder=str(folder.relative_to(Path(store.path).parent)), samples_wanted=samples)
-        done = 0
     else:
-        if row["arch"] != arch:
-            raise UserError(f"arch: data set {brief(name)} is for {brief(row['arch'])}, got {brief(arch)}")
-        job, folder, done = stored_job(store, row), Path(store.path).parent / row["folder"], int(row["samples_done"])
         update_dataset(store, name, samples_wanted=samples)
-    discard_from(folder, done)
     first = done
     if progress:
         progress(done, samples)
-    ranges = chunks(done, samples, chunk)
     with closing(run(job, ranges, workers, scheduler)) as frames:
         for (start, stop), frame in zip(ranges, frames, strict=True):
             write_shard(folder, start, frame)

@@ -8,7 +8,10 @@ import sys
 from app.cli._common import MAX_COUNT, MAX_WORKERS, add_json, bounded, open_store
 from app.cli._output import emit
 
-MAX_SAMPLES = 1_000_000_000
+#: engine.surrogates.difftune.dataset's MAX_SAMPLES and MAX_SHARD_ROWS (the most a data set loads back), spelt
+#: out: importing them would load numba at every start-up; tests/test_difftune_dataset.py keeps them in step.
+MAX_SAMPLES = 100_000_000
+MAX_CHUNK = 1_000_000
 
 
 def register_dataset(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -23,7 +26,7 @@ def register_dataset(actions: argparse._SubParsersAction[argparse.ArgumentParser
     where = p.add_mutually_exclusive_group()
     where.add_argument("--workers", type=int, default=1, action=bounded(1, MAX_WORKERS), help="local worker processes")
     where.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://HOST:8786")
-    p.add_argument("--chunk", type=int, default=5000, action=bounded(1, MAX_SAMPLES),
+    p.add_argument("--chunk", type=int, default=5000, action=bounded(1, MAX_CHUNK),
                    help="samples per task and per shard")
     p.add_argument("--name", help="data set name (default: ARCH-BLOCKS)")
     add_json(p)

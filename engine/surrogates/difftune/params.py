@@ -8,22 +8,83 @@ directly without knowing TableGen's expansion. Globals: ``dispatch_width``, ``ro
 two), plus ``retire_width`` and ``scheduler_size`` (0 = unbounded): DiffTune does not learn them,
 but llvm-mca's models set them (znver retires 8 per cycle; Intel's unified scheduler holds 54-60
 µops, which stalls dispatch behind long-latency chains).
+
+Every table is checked when it is made (:data:`BOUNDS`, :data:`MAX_RESOURCES`, :data:`MAX_ROWS`), whatever
+made it. Files are hostile until proven otherwise: at most
+:data:`~engine.io.table_import.MAX_IMPORT_BYTES` are read, JSON goes through
+:func:`~engine.io.table_import.load_json`, a Parquet file's footer is checked before any data is decoded
+(:func:`open_parquet`), and every refusal is one line naming the file, the row or line and the field.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import math
+import os
+import re
+import stat
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from engine.errors import UserError, brief
+from engine.io.table_import import MAX_IMPORT_BYTES, load_json, read_bytes, source_name
 
 N_SLOTS = 7
 _GLOBALS = ("dispatch_width", "rob_size", "retire_width", "scheduler_size")
+#: Inclusive bounds of each integer field ("units": a unit's count of identical pipes). Generous for real
+#: CPUs: llvm-mca-19's x86 models reach 140 µops (Sapphire Rapids' ``xsave``), latencies of 126 and resource
+#: cycles near 300 (microcoded instructions), dispatch widths of 6, ROBs of 512 and units of 4 pipes. And
+#: small enough for the simulator: latency and busy resources are skipped over, but each µop past the
+#: dispatch width costs a step of ~0.2-2 µs, so µops stay under 4x the largest real count (100 iterations
+#: of 100 such instructions at width 1: seconds, not minutes); cycle counts stay far inside int64. Retire
+#: width and scheduler size 0 mean unbounded.
+BOUNDS: dict[str, tuple[int, int]] = {
+    "dispatch_width": (1, 64), "rob_size": (1, 4096), "retire_width": (0, 64), "scheduler_size": (0, 4096),
+    "units": (1, 16), "uops": (0, 500), "latency": (0, 10_000), "read_advance": (0, 10_000),
+    "port_cycles": (0, 10_000),
+}
+#: Most resources (units and groups): the simulator keeps an instruction's resources as bits of one int64.
+MAX_RESOURCES = 63
+#: Most rows a table may hold: LLVM 19's x86 back end knows about 20,000 opcodes.
+MAX_ROWS = 100_000
+#: Most row groups a Parquet file may hold (pandas writes one per million rows): its footer is read whole.
+MAX_ROW_GROUPS = 1000
+#: An opcode key: no whitespace (a key-value line splits there), no '.' (a key ends at its first one), and
+#: not a ``#`` comment. A resource name may hold a '.'.
+_KEY = re.compile(r"[^\s.#][^\s.]{0,199}")
+_RESOURCE = re.compile(r"[^\s#]\S{0,199}")
+#: The columns of :meth:`ParamTable.to_frame` before the resources (no resource may take their names).
+_ROW_COLUMNS = ("key", "uops", "latency", *(f"ra{i}" for i in range(N_SLOTS)))
+
+
+def _integer(value: Any, field_: str, index: object = None) -> int:
+    """``value`` as an int within ``BOUNDS[field_]``, else one line naming the field (and the slot or
+    resource ``index``): a bool, a fraction, NaN, infinity or text is not an integer; 4.0 is."""
+    low, high = BOUNDS[field_]
+    if type(value) is int and low <= value <= high:  # the common case, first: every sampled table passes here
+        return value
+    name = field_ if index is None else f"{field_}[{index!r}]"
+    if isinstance(value, (float, np.floating)) and math.isfinite(value) and float(value).is_integer():
+        value = int(value)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise UserError(f"{name}: expected an integer, got {brief(value)}")
+    if not low <= value <= high:
+        raise UserError(f"{name}: must be from {low:,} to {high:,}, got {brief(int(value))}")
+    return int(value)
+
+
+def _name(value: Any, what: str, pattern: re.Pattern[str] = _RESOURCE) -> str:
+    if not isinstance(value, str) or not pattern.fullmatch(value):
+        raise UserError(f"{what}: expected a name without spaces (at most 200 characters), got {brief(value)}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -38,9 +99,14 @@ class OpParams:
     def __post_init__(self) -> None:
         if len(self.read_advance) != N_SLOTS:
             raise UserError(f"read_advance: needs {N_SLOTS} values, got {brief(self.read_advance)}")
-        for name, value in (("uops", self.uops), ("latency", self.latency)):
-            if value < 0:
-                raise UserError(f"{name}: must be ≥ 0, got {brief(value)}")
+        _integer(self.uops, "uops")
+        _integer(self.latency, "latency")
+        for slot, advance in enumerate(self.read_advance):
+            _integer(advance, "read_advance", slot)
+        for res, cycles in self.port_cycles:
+            _integer(cycles, "port_cycles", res)
+        if len({res for res, _ in self.port_cycles}) != len(self.port_cycles):
+            raise UserError(f"port_cycles: a resource appears twice in {brief(self.port_cycles)}")
 
 
 @dataclass(frozen=True)
@@ -60,19 +126,32 @@ class ParamTable:
     provenance: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.dispatch_width < 1:
-            raise UserError(f"dispatch_width: must be ≥ 1, got {brief(self.dispatch_width)}")
-        if self.rob_size < 1:
-            raise UserError(f"rob_size: must be ≥ 1, got {brief(self.rob_size)}")
+        for name in _GLOBALS:
+            _integer(getattr(self, name), name)
+        for unit, count in self.units:
+            _integer(count, "units", _name(unit, "units"))
         unit_names = {u for u, _ in self.units}
         for g, members in self.groups:
             if not members or not set(members) <= unit_names:
-                raise UserError(f"groups: {brief(g)} has members {brief(members)} that are not units")
-        known = unit_names | {g for g, _ in self.groups}
+                raise UserError(f"groups: {brief(_name(g, 'groups'))} has members {brief(members)} that are not units")
+        names = self.resources
+        if len(names) > MAX_RESOURCES:
+            raise UserError(f"resources: {len(names):,} units and groups, more than the simulator's {MAX_RESOURCES}")
+        if len(set(names)) != len(names) or set(names) & set(_ROW_COLUMNS):
+            clash = next(n for n in names if names.count(n) > 1 or n in _ROW_COLUMNS)
+            raise UserError(f"resources: {brief(clash)} names two resources or a row's column")
+        if len(self.rows) > MAX_ROWS:
+            raise UserError(f"rows: {len(self.rows):,} rows, more than a table may hold ({MAX_ROWS:,})")
+        known = set(names)
         for key, row in self.rows.items():
+            _name(key, "row", _KEY)
             for res, cycles in row.port_cycles:
-                if res not in known or cycles < 0:
-                    raise UserError(f"port_cycles: {brief(key)} uses {brief(res)}={brief(cycles)}")
+                if res not in known:
+                    raise UserError(f"row {brief(key)}: port_cycles uses {brief(res)}={brief(cycles)}, not a resource")
+        for key in self.dependent_idioms:
+            _name(key, "dependent_idioms", _KEY)
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in self.provenance.items()):
+            raise UserError(f"provenance: expected text names and values, got {brief(self.provenance)}")
 
     @property
     def resources(self) -> list[str]:
@@ -151,91 +230,288 @@ def simple_table(keys: Iterable[str]) -> ParamTable:
                       provenance={"source": "simple baseline"})
 
 
-def _from_header(head: dict[str, Any], rows: dict[str, OpParams]) -> ParamTable:
+def _listed(value: Any, what: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise UserError(f"{what}: expected a list, got {brief(value)}")
+    return value
+
+
+def _pairs(value: Any, what: str) -> list[tuple[str, Any]]:
+    """``[[name, value], ...]``, each name checked."""
+    pairs = []
+    for item in _listed(value, what):
+        if not isinstance(item, list) or len(item) != 2:
+            raise UserError(f"{what}: expected [name, value] pairs, got {brief(item)}")
+        pairs.append((_name(item[0], what), item[1]))
+    return pairs
+
+
+_HEADER_FIELDS = frozenset({*_GLOBALS, "units", "groups", "dependent_idioms", "provenance"})
+
+
+def _from_header(head: Any, rows: dict[str, OpParams]) -> ParamTable:
+    """The table :meth:`ParamTable.header` describes, with ``rows``; every field checked for its type."""
+    if not isinstance(head, dict):
+        raise UserError(f"header: expected an object, got {brief(head)}")
+    unknown = sorted(set(head) - _HEADER_FIELDS)
+    if unknown:
+        raise UserError(f"header: unknown field {brief(unknown[0])}")
+    missing = [f for f in ("dispatch_width", "rob_size", "units", "groups") if f not in head]
+    if missing:
+        raise UserError(f"header: no {missing[0]!r}")
+    provenance = head.get("provenance", {})
+    if not isinstance(provenance, dict):
+        raise UserError(f"provenance: expected an object, got {brief(provenance)}")
     return ParamTable(
-        dispatch_width=int(head["dispatch_width"]), rob_size=int(head["rob_size"]),
-        retire_width=int(head.get("retire_width", 0)), scheduler_size=int(head.get("scheduler_size", 0)),
-        units=tuple((str(u), int(n)) for u, n in head["units"]),
-        groups=tuple((str(g), tuple(m)) for g, m in head["groups"]),
-        dependent_idioms=tuple(str(k) for k in head.get("dependent_idioms", ())),
-        rows=rows, provenance={str(k): str(v) for k, v in head.get("provenance", {}).items()},
+        **{g: _integer(head.get(g, 0), g) for g in _GLOBALS},
+        units=tuple((u, _integer(n, "units", u)) for u, n in _pairs(head["units"], "units")),
+        groups=tuple((g, tuple(_name(m, f"groups[{g!r}]") for m in _listed(members, f"groups[{g!r}]")))
+                     for g, members in _pairs(head["groups"], "groups")),
+        dependent_idioms=tuple(_listed(head.get("dependent_idioms", []), "dependent_idioms")),
+        rows=rows, provenance=provenance,
     )
 
 
-def from_document(data: dict[str, Any]) -> ParamTable:
-    """The table :meth:`ParamTable.to_document` wrote; a malformed document is one line naming what is wrong."""
+def _row(key: str, uops: Any, latency: Any, advance: list[Any], ports: Iterable[tuple[str, Any]],
+         model: ParamTable) -> OpParams:
+    """One row from a file's values over ``model``'s resources (zero cycles dropped); a refusal names the row."""
     try:
-        rows = {str(k): OpParams(int(r["uops"]), int(r["latency"]), tuple(int(x) for x in r["read_advance"]),
-                                 tuple(sorted((str(n), int(c)) for n, c in r["port_cycles"].items())))
-                for k, r in data["rows"].items()}
-        return _from_header(data, rows)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise UserError(f"parameter table: malformed document ({type(exc).__name__}: {brief(str(exc))})") from None
+        if len(advance) != N_SLOTS:
+            raise UserError(f"read_advance: needs {N_SLOTS} values, got {brief(advance)}")
+        cycles = {n: _integer(c, "port_cycles", n) for n, c in ports}
+        unknown = sorted(set(cycles) - set(model.resources))
+        if unknown:
+            raise UserError(f"port_cycles: {brief(unknown[0])} is not a resource of the table")
+        return OpParams(_integer(uops, "uops"), _integer(latency, "latency"),
+                        tuple(_integer(v, "read_advance", i) for i, v in enumerate(advance)),
+                        tuple(sorted((n, c) for n, c in cycles.items() if c)))
+    except UserError as exc:
+        raise UserError(f"row {brief(key)}: {exc}") from None
+
+
+_ROW_FIELDS = ("uops", "latency", "read_advance", "port_cycles")
+
+
+def _document_row(key: str, row: Any, model: ParamTable) -> OpParams:
+    if not isinstance(row, dict) or set(row) != set(_ROW_FIELDS):
+        raise UserError(f"row {brief(key)}: expected an object of {', '.join(_ROW_FIELDS)}, got {brief(row)}")
+    advance, ports = row["read_advance"], row["port_cycles"]
+    if not isinstance(advance, list) or not isinstance(ports, dict):
+        raise UserError(f"row {brief(key)}: expected a read_advance list and a port_cycles object, got {brief(row)}")
+    return _row(key, row["uops"], row["latency"], advance, ports.items(), model)
+
+
+def from_document(data: Any, what: str = "parameter table") -> ParamTable:
+    """The table :meth:`ParamTable.to_document` wrote; a malformed document is one line naming ``what`` (the
+    file), the row and the field."""
+    try:
+        if not isinstance(data, dict) or not isinstance(data.get("rows"), dict):
+            raise UserError(f"expected an object with the rows under 'rows', got {brief(data)}")
+        model = _from_header({k: v for k, v in data.items() if k != "rows"}, {})
+        return model.with_rows({key: _document_row(key, row, model) for key, row in data["rows"].items()})
+    except UserError as exc:
+        raise UserError(f"{what}: {exc}") from None
 
 
 _HEADER = "# tunelab parameter table: "
-_ROW_FIELDS = {"NumMicroOps", "WriteLatency", "ReadAdvance", "PortMap"}
+#: A key-value line's field -> the table's field and whether it takes a ``.<slot or resource>`` suffix.
+_LINE_FIELDS = {"NumMicroOps": ("uops", False), "WriteLatency": ("latency", False),
+                "ReadAdvance": ("read_advance", True), "PortMap": ("port_cycles", True)}
+_LINE_GLOBALS = {"DispatchWidth": "dispatch_width", "ReorderBufferSize": "rob_size"}
+_INTEGER_TEXT = re.compile(r"-?[0-9]{1,30}")
+_SLOTS = {str(i): i for i in range(N_SLOTS)}
 
 
-def from_key_values(text: str) -> ParamTable:
+def json_object(text: str | bytes, what: str) -> dict[str, Any]:
+    """A JSON object (a header), else one line naming ``what``."""
+    try:
+        data = load_json(text.decode("utf-8", "replace") if isinstance(text, bytes) else text, what)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{what}: not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{what}: expected a JSON object, got {brief(data)}")
+    return data
+
+
+def from_key_values(text: str, what: str = "parameter file") -> ParamTable:
     """The table :meth:`ParamTable.to_key_values` wrote; a bad line is one error naming its number and text."""
     head: dict[str, Any] | None = None
-    values: dict[str, dict[str, Any]] = {}
     globals_: dict[str, int] = {}
+    values: dict[str, dict[str, Any]] = {}
     for number, line in enumerate(text.splitlines(), start=1):
+        where = f"{what}: line {number}"
         if line.startswith(_HEADER):
-            head = json.loads(line.removeprefix(_HEADER))
+            if head is not None:
+                raise UserError(f"{where}: a second header line")
+            head = json_object(line.removeprefix(_HEADER), f"{where}: the header")
             continue
         if not line.strip() or line.startswith("#"):
             continue
         parts = line.split()
-        name, _, rest = parts[0].partition(".") if len(parts) == 2 else ("", "", "")
+        if len(parts) != 2:
+            raise UserError(f"{where} is not 'key integer': {brief(line)}")
+        name, _, rest = parts[0].partition(".")
         field_, _, sub = rest.partition(".")
-        try:
-            value = int(parts[1])
-        except (IndexError, ValueError):
-            raise UserError(f"parameter file: line {number} is not 'key integer': {brief(line)}") from None
-        if not rest and name in ("DispatchWidth", "ReorderBufferSize"):
-            globals_[name] = value
-        elif field_ in _ROW_FIELDS and (sub or field_ in ("NumMicroOps", "WriteLatency")):
+        target: dict[str, Any]
+        if not rest and name in _LINE_GLOBALS:
+            target, entry, kind, index = globals_, name, _LINE_GLOBALS[name], None
+        elif (field_ in _LINE_FIELDS and bool(sub) == _LINE_FIELDS[field_][1] and _KEY.fullmatch(name)
+              and (field_ != "ReadAdvance" or sub in _SLOTS)):
             row = values.setdefault(name, {"ReadAdvance": {}, "PortMap": {}})
-            if sub:
-                row[field_][sub] = value
-            else:
-                row[field_] = value
+            target, entry = (row[field_], sub) if sub else (row, field_)
+            kind, index = _LINE_FIELDS[field_][0], _SLOTS.get(sub, sub) if sub else None
         else:
-            raise UserError(f"parameter file: line {number} has an unknown key: {brief(line)}")
+            raise UserError(f"{where} has an unknown key: {brief(line)}")
+        if entry in target:
+            raise UserError(f"{where}: {brief(parts[0])} is given twice")
+        try:
+            target[entry] = _integer(int(parts[1]) if _INTEGER_TEXT.fullmatch(parts[1]) else parts[1], kind, index)
+        except UserError as exc:
+            raise UserError(f"{where}: {brief(parts[0])}: {exc}") from None
     if head is None:
-        raise UserError(f"parameter file: no '{_HEADER.strip()}' line (the resource model)")
+        raise UserError(f"{what}: no '{_HEADER.strip()}' line (the resource model)")
     try:
-        rows = {k: OpParams(int(r["NumMicroOps"]), int(r["WriteLatency"]),
-                            tuple(int(r["ReadAdvance"][str(i)]) for i in range(N_SLOTS)),
-                            tuple(sorted((n, c) for n, c in r["PortMap"].items() if c)))
-                for k, r in values.items()}
-        head = {**head, "dispatch_width": globals_["DispatchWidth"], "rob_size": globals_["ReorderBufferSize"]}
+        model = _from_header({**head, **{_LINE_GLOBALS[g]: globals_[g] for g in _LINE_GLOBALS}}, {})
+        rows = {}
+        for key, r in values.items():
+            if len(r["ReadAdvance"]) != N_SLOTS:
+                raise UserError(f"row {brief(key)}: needs ReadAdvance.0 to ReadAdvance.{N_SLOTS - 1}")
+            advance = [r["ReadAdvance"][str(i)] for i in range(N_SLOTS)]
+            rows[key] = _row(key, r["NumMicroOps"], r["WriteLatency"], advance, r["PortMap"].items(), model)
+        return model.with_rows(rows)
     except KeyError as exc:
-        raise UserError(f"parameter file: missing key {brief(str(exc))}") from None
-    return _from_header(head, rows)
+        raise UserError(f"{what}: missing key {brief(str(exc))}") from None
+    except UserError as exc:
+        raise UserError(f"{what}: {exc}") from None
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200] or type(exc).__name__
+
+
+def check_file(path: Path, what: str) -> None:
+    """Refuse what is not a regular file before opening it (a FIFO would block the reader forever)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise UserError(f"{what}: no such file") from None
+    if not stat.S_ISREG(mode):
+        raise UserError(f"{what}: not a regular file")
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
+
+
+@contextmanager
+def open_parquet(path: Path, what: str, max_rows: int, dictionary: Sequence[str] = (),
+                 max_bytes: int = MAX_IMPORT_BYTES) -> Iterator[pq.ParquetFile]:
+    """A Parquet file whose footer promises at most ``max_rows`` rows, ``max_bytes`` bytes on disk and
+    ``max_bytes`` uncompressed, checked before any data is decoded (a 4 MB file of constant columns decodes to
+    30 M rows), as :func:`~engine.io.table_import.read_bytes` bounds what it inflates. The ``dictionary``
+    columns are read dictionary-encoded when they hold text: one long text repeated on every row stays one."""
+    check_file(path, what)
+    with open(path, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if info.st_size > max_bytes:
+            raise UserError(f"{what}: {info.st_size:,} bytes, more than the {max_bytes:,} a Parquet file may hold here")
+        try:
+            file = pq.ParquetFile(handle)
+            meta, schema = file.metadata, file.schema_arrow  # the footer, parsed and converted here
+            text = sorted({f.name for f in schema if f.name in dictionary and _is_text(f.type)})
+            file = pq.ParquetFile(handle, read_dictionary=text) if text else file
+        except (pa.ArrowException, OSError) as exc:
+            raise UserError(f"{what}: not a readable Parquet file ({_one_line(exc)})") from None
+        if meta.num_row_groups > MAX_ROW_GROUPS:
+            raise UserError(f"{what}: {meta.num_row_groups:,} row groups, more than {MAX_ROW_GROUPS:,}")
+        if meta.num_rows > max_rows:
+            raise UserError(f"{what}: {meta.num_rows:,} rows, more than the {max_rows:,} it may hold")
+        unpacked = sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups))
+        if unpacked > max_bytes:
+            raise UserError(f"{what}: {unpacked:,} bytes uncompressed, more than the {max_bytes:,} it may hold")
+        yield file
+
+
+def read_parquet(file: pq.ParquetFile, what: str, columns: Sequence[str] | None = None) -> pa.Table:
+    """The data (``columns`` only, if given) of a file :func:`open_parquet` checked; damaged pages are one line
+    naming ``what``."""
+    try:
+        return file.read(columns=columns)
+    except (pa.ArrowException, OSError) as exc:
+        raise UserError(f"{what}: unreadable Parquet data ({_one_line(exc)})") from None
+
+
+def _values(column: pa.ChunkedArray) -> list[Any]:
+    """A column's values; a dictionary-encoded one as references to its dictionary's values, never copies."""
+    array = column.combine_chunks()
+    if not pa.types.is_dictionary(array.type):
+        return array.to_pylist()  # type: ignore[no-any-return]  # pyarrow is untyped
+    words = array.dictionary.to_pylist()
+    return [None if i is None else words[i] for i in array.indices.to_pylist()]
+
+
+def _fits(column: str, kind: pa.DataType) -> bool:
+    """Text (read dictionary-encoded) for the key, numbers elsewhere: fixed-width columns whose decoded size
+    the footer's row count bounds."""
+    if column == "key":
+        return bool(pa.types.is_dictionary(kind) and _is_text(kind.value_type))
+    return bool(pa.types.is_integer(kind) or pa.types.is_floating(kind))
+
+
+def _parquet_model(schema: pa.Schema) -> ParamTable:
+    """The resource model a table's Parquet schema holds (the header in pandas' ``attrs``), with the schema's
+    columns checked against it: names, order and kinds."""
+    if b"PANDAS_ATTRS" not in (schema.metadata or {}):
+        raise UserError("no tunelab header in its metadata (a table ParamTable.save wrote has one)")
+    attrs = json_object(schema.metadata[b"PANDAS_ATTRS"], "the metadata")
+    if not isinstance(attrs.get("difftune"), str):
+        raise UserError("the metadata: no 'difftune' header")
+    model = _from_header(json_object(attrs["difftune"], "the header"), {})
+    columns = [*_ROW_COLUMNS, *model.resources]
+    if schema.names != columns:
+        at = next(i for i, (a, b) in enumerate(zip([*schema.names, None], [*columns, None])) if a != b)
+        found, wanted = ([*map(brief, names), "no more columns"][at] for names in (schema.names, columns))
+        raise UserError(f"column {at + 1}: expected {wanted}, got {found}")
+    for c in columns:
+        if not _fits(c, schema.field(c).type):
+            raise UserError(f"column {brief(c)}: {schema.field(c).type} is not {'text' if c == 'key' else 'a number'}")
+    return model
+
+
+def _from_parquet(path: Path, what: str) -> ParamTable:
+    with open_parquet(path, what, MAX_ROWS, dictionary=("key",)) as file:
+        try:
+            model = _parquet_model(file.schema_arrow)
+        except UserError as exc:
+            raise UserError(f"{what}: {exc}") from None
+        data = {c: _values(read_parquet(file, what, [c]).column(0)) for c in file.schema_arrow.names}
+    rows: dict[str, OpParams] = {}
+    try:
+        for i, key in enumerate(data["key"]):
+            if not isinstance(key, str) or key in rows:
+                raise UserError(f"row {i + 1}: key {brief(key)} is {'repeated' if key in rows else 'not text'}")
+            rows[key] = _row(key, data["uops"][i], data["latency"][i], [data[f"ra{s}"][i] for s in range(N_SLOTS)],
+                             ((n, data[n][i]) for n in model.resources), model)
+        return model.with_rows(rows)
+    except UserError as exc:
+        raise UserError(f"{what}: {exc}") from None
 
 
 def load(path: str | Path) -> ParamTable:
-    """Read a table written by ``ParamTable.save``."""
+    """Read a table written by ``ParamTable.save``; anything else is one line naming the file."""
     p = Path(path)
-    if p.suffix == ".txt":
-        return from_key_values(p.read_text())
-    if p.suffix == ".json":
-        return from_document(json.loads(p.read_text()))
+    what = f"parameter table {source_name(p)}"
+    if p.suffix not in (".json", ".parquet", ".txt"):
+        raise UserError(f"path: a table is read from .json, .parquet or .txt, got {brief(str(path))}")
     if p.suffix == ".parquet":
-        frame = pd.read_parquet(p)
-        head = json.loads(frame.attrs["difftune"])
-        table = _from_header(head, {})
-        names = table.resources
-        rows = {str(r["key"]): OpParams(int(r["uops"]), int(r["latency"]),
-                                        tuple(int(r[f"ra{i}"]) for i in range(N_SLOTS)),
-                                        tuple(sorted((n, int(r[n])) for n in names if int(r[n]))))
-                for r in frame.to_dict("records")}
-        return table.with_rows(rows)
-    raise UserError(f"path: a table is read from .json, .parquet or .txt, got {brief(str(path))}")
+        return _from_parquet(p, what)
+    check_file(p, what)
+    data = read_bytes(p, what)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{what}: not UTF-8 text (byte {exc.start})") from None
+    return from_key_values(text, what) if p.suffix == ".txt" else from_document(json_object(text, what), what)
 
 
 def diff(a: ParamTable, b: ParamTable) -> pd.DataFrame:
