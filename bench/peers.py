@@ -250,10 +250,21 @@ def report(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def budget_list(text: str) -> list[int]:
+    """``--budgets``: positive integers (a budget cuts a trace's prefix; 0 or less would cut it from the end)."""
+    try:
+        budgets = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+    if min(budgets) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a budget is at least 1")
+    return budgets
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=30)
-    parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
+    parser.add_argument("--budgets", type=budget_list, default=list(BUDGETS), help="comma-separated, each ≥ 1")
     parser.add_argument("--spaces", help="cache names (default: every cache of the data folder's kernel_tuner/)")
     parser.add_argument("--tunelab", default=",".join(TUNELAB))
     parser.add_argument("--kt", default="all", help="Kernel Tuner strategies, comma-separated, 'all' or 'none'")
@@ -263,7 +274,7 @@ def main() -> int:
     parser.add_argument("--load", nargs="+", metavar="RUNS", help="report on saved runs (--out files, e.g. the peers "
                         "and Tunelab's run apart on two cores) instead of running")
     args = parser.parse_args()
-    budgets = [int(b) for b in args.budgets.split(",")]
+    budgets: list[int] = args.budgets
     if args.load:
         try:
             rows = [row for path in args.load for row in read_peer_rows(path)]

@@ -81,3 +81,30 @@ def test_optuna_directly_spends_the_budget_on_distinct_configurations(tmp_path):
     cache = _cache(tmp_path)
     trace = optuna_run(cache, 11, seed=0)  # all 11 cached configurations
     assert len(trace) == 11 and trace[-1] == 1.0
+
+
+@pytest.mark.parametrize(("content", "fragment"), [
+    (json.dumps([{"space": "s", "method": "KT x", "rep": 0, "trace": [math.nan, 1.0]}]), "run 0 (KT x on s): trace[0] is nan"),
+    (json.dumps([{"space": "s", "method": "KT x", "rep": 0, "trace": [-2.0]}]), "trace[0] is -2.0"),
+    ("[" * 100_000 + "]" * 100_000, "lists or objects nested too deep to read"),
+    ("[]", "holds no runs"),
+], ids=["nan trace", "negative trace", "deep", "empty"])
+def test_load_refuses_a_bad_run_in_one_line(tmp_path, monkeypatch, capsys, content, fragment):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    monkeypatch.setattr("sys.argv", ["peers.py", "--budgets", "1,2", "--load", str(path)])
+    assert main() == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1 and fragment in captured.err, captured.err
+    assert captured.err.startswith("error: peer run bad.json: ")
+
+
+@pytest.mark.parametrize("budgets", ["0", "-1,20", "x", "20,"])
+def test_load_refuses_budgets_that_cut_no_trace(tmp_path, monkeypatch, capsys, budgets):
+    """A budget ≤ 0 read a trace's prefix as trace[:-1] or nothing; text gave a traceback."""
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps([{"space": "s", "method": "KT x", "rep": 0, "trace": [1.0]}]))
+    monkeypatch.setattr("sys.argv", ["peers.py", f"--budgets={budgets}", "--load", str(path)])
+    with pytest.raises(SystemExit) as caught:
+        main()
+    assert caught.value.code == 2 and "--budgets" in capsys.readouterr().err

@@ -3,12 +3,19 @@ synthetic files in the published TpuGraphs and Tunelab formats, and a one-line e
 
 from __future__ import annotations
 
+import bz2
+import io
 import json
+import struct
+import time
 import zipfile
+import zlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
+from numpy.lib import format as npy_format
 
 from engine.errors import UserError
 from engine.surrogates.costmodel import readers
@@ -236,7 +243,7 @@ _TILE_CASES = [
     ("node_feat 1-D", lambda a: a | {"node_feat": np.ones(4, np.float32)}, "field 'node_feat' has shape (4,), expected 2 dimensions"),
     ("node_feat text", lambda a: a | {"node_feat": np.full((4, 2), "x")}, "field 'node_feat' holds <U1 values, expected numbers"),
     ("opcode floats", lambda a: a | {"node_opcode": np.ones(4)}, "field 'node_opcode' holds float64 values"),
-    ("edge out of range", lambda a: a | {"edge_index": np.array([[2, 0], [2, 9]])}, "edge_index id 9 is outside the node ids 0..3"),
+    ("edge out of range", lambda a: a | {"edge_index": np.array([[2, 0], [2, 9]])}, "field 'edge_index' id 9 is outside the node ids 0..3"),
     ("edge shape", lambda a: a | {"edge_index": np.array([[2, 0, 1]])}, "edge_index has shape (1, 3), expected (edges, 2)"),
     ("edge floats", lambda a: a | {"edge_index": np.array([[2.0, 0.0]])}, "field 'edge_index' holds float64 values, expected integers"),
     ("runtime count", lambda a: a | {"config_runtime": np.array([1, 2])}, "field 'config_feat' has 3 rows for the 2 runs of 'config_runtime'"),
@@ -304,3 +311,224 @@ def test_corrupt_zip(tmp_path: Path) -> None:
     data[member.header_offset + 400] ^= 0xFF  # inside node_feat's values: the CRC no longer matches
     path.write_bytes(bytes(data))
     _one_line_error(path, "field 'node_feat' is corrupt")
+
+
+# ---------------------------------------------------------------- hostile input (issue 29)
+
+
+def npy_bytes(array: np.ndarray) -> bytes:
+    """``array`` as the bytes of a ``.npy`` file (objects pickled, as numpy would, for the reader to refuse)."""
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=array.dtype.hasobject)
+    return buffer.getvalue()
+
+
+def _npy_header(shape: tuple[int, ...], descr: str = "<f8") -> bytes:
+    """Only the header of a ``.npy`` file: what a member declares before its values."""
+    buffer = io.BytesIO()
+    npy_format.write_array_header_1_0(buffer, {"descr": descr, "fortran_order": False, "shape": shape})
+    return buffer.getvalue()
+
+
+@dataclass
+class Member:
+    """One member of a hand-built zip: its raw (already compressed) bytes and what its directory entry says."""
+
+    name: str
+    raw: bytes
+    crc: int
+    size: int  # the uncompressed size the directory declares, true or not
+    method: int = zipfile.ZIP_STORED
+    flags: int = 0
+
+
+def stored(name: str, data: bytes) -> Member:
+    return Member(name, data, zlib.crc32(data), len(data))
+
+
+def deflated(name: str, data: bytes) -> Member:
+    packer = zlib.compressobj(6, zlib.DEFLATED, -15)
+    return Member(name, packer.compress(data) + packer.flush(), zlib.crc32(data), len(data), zipfile.ZIP_DEFLATED)
+
+
+def zeros_bomb(name: str, header: bytes, zeros: int) -> Member:
+    """A deflated member of ``header`` then ``zeros`` zero bytes, built in milliseconds: one fully flushed
+    MiB of zeros is a self-contained run of deflate blocks, so it is repeated instead of compressed again."""
+    chunk = 2**20
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+    head = packer.compress(header) + packer.flush(zlib.Z_FULL_FLUSH)
+    block = packer.compress(bytes(chunk)) + packer.flush(zlib.Z_FULL_FLUSH)
+    tail = packer.compress(bytes(zeros % chunk)) + packer.flush()
+    crc = zlib.crc32(header)
+    for _ in range(zeros // chunk):
+        crc = zlib.crc32(bytes(chunk), crc)
+    crc = zlib.crc32(bytes(zeros % chunk), crc)
+    return Member(name, head + block * (zeros // chunk) + tail, crc, len(header) + zeros, zipfile.ZIP_DEFLATED)
+
+
+def raw_zip(members: list[Member]) -> bytes:
+    """A zip archive written by hand, so that its directory can say what zipfile would never write."""
+    body, directory = bytearray(), bytearray()
+    for member in members:
+        name = member.name.encode()
+        fields = (member.flags, member.method, 0, 0, member.crc, len(member.raw), member.size, len(name))
+        directory += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, *fields, 0, 0, 0, 0, 0, len(body)) + name
+        body += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, *fields, 0) + name + member.raw
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(directory), len(body), 0)
+    return bytes(body + directory + end)
+
+
+def _tile_members(**replaced: Member) -> list[Member]:
+    """The published tile file's members, stored, with some replaced (or added) by name."""
+    members = {f"{key}.npy": stored(f"{key}.npy", npy_bytes(value)) for key, value in _published_tile().items()}
+    return list((members | {member.name: member for member in replaced.values()}).values())
+
+
+def _write_bytes(folder: Path, name: str, data: bytes) -> Path:
+    path = folder / name
+    path.write_bytes(data)
+    return path
+
+
+_NON_FINITE_CASES = [
+    ("node_feat nan", lambda a: a | {"node_feat": _with(a["node_feat"], (2, 5), np.nan)},
+     "field 'node_feat' holds nan at row 2"),
+    ("node_feat inf", lambda a: a | {"node_feat": _with(a["node_feat"], (3, 0), -np.inf)},
+     "field 'node_feat' holds -inf at row 3"),
+    ("node_feat past float32", lambda a: a | {"node_feat": _with(a["node_feat"].astype(np.float64), (1, 0), 1e300)},
+     "field 'node_feat' holds 1e+300 at row 1"),
+    ("config_feat inf", lambda a: a | {"config_feat": _with(a["config_feat"], (1, 3), np.inf)},
+     "field 'config_feat' holds inf at row 1"),
+    ("runtime nan", lambda a: a | {"config_runtime": np.array([1.0, np.nan, 2.0])},
+     "field 'config_runtime' holds nan at row 1"),
+    ("runtime inf", lambda a: a | {"config_runtime": np.array([1.0, 2.0, np.inf])},
+     "field 'config_runtime' holds inf at row 2"),
+    ("normalizer zero", lambda a: a | {"config_runtime_normalizers": np.array([120, 0, 120])},
+     "field 'config_runtime_normalizers' holds 0 at row 1"),
+    ("normalizer nan", lambda a: a | {"config_runtime_normalizers": np.array([np.nan, 1.0, 1.0])},
+     "field 'config_runtime_normalizers' holds nan at row 0"),
+    ("static count inf", lambda a: a | {"graph_flops": np.array(np.inf)}, "field 'graph_flops' holds inf"),
+]
+
+
+def _with(array: np.ndarray, where: tuple[int, ...], value: float) -> np.ndarray:
+    changed = array.copy()
+    changed[where] = value
+    return changed
+
+
+@pytest.mark.parametrize(("case", "change", "fragment"), _NON_FINITE_CASES, ids=[c[0] for c in _NON_FINITE_CASES])
+def test_non_finite_numbers_are_refused_with_their_row(tmp_path: Path, case: str, change, fragment: str) -> None:
+    _one_line_error(_write(tmp_path, "bad.npz", change(_published_tile())), fragment)
+
+
+def test_non_finite_layout_configurations_are_refused(tmp_path: Path) -> None:
+    arrays = _published_layout()
+    arrays["node_config_feat"][2, 1, 4] = np.nan
+    _one_line_error(_write(tmp_path, "bad.npz", arrays), "field 'node_config_feat' holds nan at row 2")
+
+
+def test_a_decompression_bomb_is_refused_before_inflating(tmp_path: Path) -> None:
+    """4 MB on disk, 1 GiB inflated (the issue's file): refused from the sizes the archive declares."""
+    gib = 2**30
+    bomb = zeros_bomb("node_feat.npy", _npy_header((gib // 4 // 8, 8), "<f4"), gib)
+    path = _write_bytes(tmp_path, "bomb.npz", raw_zip(_tile_members(node_feat=bomb)))
+    assert path.stat().st_size < 5 * 2**20
+    started = time.perf_counter()
+    _one_line_error(path, f"bytes inflated, more than the {readers.MAX_NPZ_BYTES:,} a graph file may hold")
+    assert time.perf_counter() - started < 1
+
+
+@pytest.mark.parametrize(("declared", "fragment"), [
+    (2**40, "field 'node_feat' makes the arrays hold more than the 268,435,456 bytes a graph file may hold"),
+    (2**20, "field 'node_feat' declares shape (1048576,) of float64 (8,388,608 bytes) in a member of 64 bytes"),
+])
+def test_a_header_that_declares_more_than_the_member_holds_is_refused(tmp_path: Path, declared: int, fragment: str) -> None:
+    """A small member whose .npy header claims 2**40 values (8 TiB, which numpy allocated before reading) or 2**20."""
+    header = _npy_header((declared,))
+    members = _tile_members(node_feat=stored("node_feat.npy", header + bytes(64)))
+    path = _write_bytes(tmp_path, "liar.npz", raw_zip(members))
+    started = time.perf_counter()
+    _one_line_error(path, fragment)
+    assert time.perf_counter() - started < 1
+
+
+def test_a_directory_that_understates_a_member_is_read_no_further(tmp_path: Path) -> None:
+    """The directory says 10 values, the deflate stream holds 256 MiB more: reading stops at the declared size."""
+    header = _npy_header((10,))
+    bomb = zeros_bomb("node_feat.npy", header, 2**28)
+    bomb.size, bomb.crc = len(header) + 80, zlib.crc32(header + bytes(80))
+    path = _write_bytes(tmp_path, "understated.npz", raw_zip(_tile_members(node_feat=bomb)))
+    started = time.perf_counter()
+    _one_line_error(path, "field 'node_feat' has shape (10,), expected 2 dimensions")
+    assert time.perf_counter() - started < 1
+
+
+def _crafted(kind: str) -> list[Member]:
+    """Archives numpy never writes."""
+    opcodes = npy_bytes(np.array([b"add", b"\xff\xfe", b"mul", b"x"]))
+    if kind == "not npy":
+        return _tile_members(extra=stored("notes.txt", b"hello"))
+    if kind == "encrypted":
+        member = stored("node_feat.npy", npy_bytes(_published_tile()["node_feat"]))
+        member.flags = 1
+        return _tile_members(node_feat=member)
+    if kind == "bzip2":
+        data = npy_bytes(_published_tile()["node_feat"])
+        return _tile_members(node_feat=Member("node_feat.npy", bz2.compress(data), zlib.crc32(data), len(data), 12))
+    if kind == "corrupt deflate":
+        member = deflated("node_feat.npy", npy_bytes(_published_tile()["node_feat"]))
+        member.raw = member.raw[:20] + bytes(b ^ 0xFF for b in member.raw[20:40]) + member.raw[40:]
+        return _tile_members(node_feat=member)
+    if kind == "twice":
+        return [*_tile_members(), stored("edge_index.npy", npy_bytes(np.zeros((0, 2), np.int64)))]
+    if kind == "too many":
+        return _tile_members(**{f"f{i}": stored(f"f{i}.npy", npy_bytes(np.array(i))) for i in range(300)})
+    if kind == "deep":
+        return _tile_members(deep=stored("deep.npy", npy_bytes(np.zeros((1,) * 40))))
+    if kind == "bytes opcodes":
+        return _tile_members(node_opcode=stored("node_opcode.npy", opcodes))
+    if kind == "not unicode":
+        text = npy_bytes(np.array(["add", "mul", "sub", "div"]))
+        return _tile_members(node_opcode=stored("node_opcode.npy", text[:-4] + struct.pack("<I", 0x110000)))
+    if kind == "negative dimension":
+        return _tile_members(node_feat=stored("node_feat.npy", _npy_header((-4, 140)) + bytes(64)))
+    raise AssertionError(kind)
+
+
+_CRAFTED = [
+    ("not npy", "field 'notes.txt' is not a .npy array"),
+    ("encrypted", "field 'node_feat' is encrypted"),
+    ("bzip2", "field 'node_feat' is compressed with zip method 12"),
+    ("corrupt deflate", "field 'node_feat' is corrupt"),
+    ("twice", "field 'edge_index' appears twice"),
+    ("too many", "holds 306 arrays, more than the 256"),
+    ("deep", "field 'deep' has 40 dimensions, more than 8"),
+    ("bytes opcodes", "field 'node_opcode' holds bytes that are not ASCII text"),
+    ("not unicode", "field 'node_opcode' holds U+110000, which is not a character"),
+    ("negative dimension", "field 'node_feat' declares shape (-4, 140)"),
+]
+
+
+@pytest.mark.parametrize(("kind", "fragment"), _CRAFTED, ids=[c[0] for c in _CRAFTED])
+def test_archives_numpy_never_writes_are_refused(tmp_path: Path, kind: str, fragment: str) -> None:
+    _one_line_error(_write_bytes(tmp_path, "crafted.npz", raw_zip(_crafted(kind))), fragment)
+
+
+def test_the_hand_built_zip_reads_like_numpys(tmp_path: Path) -> None:
+    """The helpers above write what np.savez writes, so the refusals are about the change, not the zip."""
+    plain = read_graph(_write_bytes(tmp_path, "plain.npz", raw_zip(_tile_members())))
+    packed = read_graph(_write_bytes(tmp_path, "packed.npz", raw_zip(
+        [deflated(f"{key}.npy", npy_bytes(value)) for key, value in _published_tile().items()])))
+    for graph in (plain, packed):
+        assert graph.opcodes.tolist() == ["op63", "op63", "op2", "op41"] and graph.node_feat.shape == (4, 140)
+
+
+@pytest.mark.parametrize(("change", "fragment"), [
+    (lambda a: a | {"node_splits": np.array([[0, 2], [3, 4]])}, "field 'node_splits' has shape (2, 2), expected (k,) or (1, k)"),
+    (lambda a: a | {"edge_index": np.array([[2, 0], [2, 2**64 - 1]], np.uint64)}, "id 18446744073709551615 is outside"),
+    (lambda a: a | {"node_feat": np.ones((4, 140), np.complex64)}, "field 'node_feat' holds complex64 values"),
+    (lambda a: a | {"node_feat": np.ones((4, 2), [("a", "<f4"), ("b", "<i4")])}, "field 'node_feat' holds structured values"),
+], ids=["splits 2-D", "uint64 edge", "complex features", "structured features"])
+def test_odd_dtypes_and_shapes_are_refused(tmp_path: Path, change, fragment: str) -> None:
+    _one_line_error(_write(tmp_path, "odd.npz", change(_published_tile())), fragment)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,28 +19,63 @@ import pandas as pd
 
 from engine.compare.run import Comparison
 from engine.errors import UserError, brief
+from engine.io.table_import import listing, load_json, read_bytes, source_name
 
 SOURCE = "bench/peers.py"
+#: Largest rep, budget or count a run may hold: what the store's integer columns hold.
+_MAX_INT = 2**31 - 1
+#: Largest integer a trace may hold: float() overflows past it.
+_MAX_FLOAT = int(sys.float_info.max)
 
 
 def read_peer_rows(path: str | Path) -> list[dict[str, Any]]:
-    """The rows of a peer run file, checked (one line naming what is wrong)."""
+    """The rows of a peer run file, every field checked (one line naming the file, the run and the field).
+
+    At most :data:`~engine.io.table_import.MAX_IMPORT_BYTES` are read or inflated (a full run on the five caches,
+    30 repetitions, every method and budget, is under 20 MB), JSON nested past ``MAX_DEPTH`` is refused (a run
+    needs 3), and the traces come back as floats."""
     path = Path(path)
     if not path.is_file():
         raise UserError(f"peer run {path}: no such file")
+    what = f"peer run {source_name(path)}"
     try:
-        rows = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError) as error:
-        raise UserError(f"peer run {path.name}: not JSON ({error})") from None
-    if not isinstance(rows, list) or not all(isinstance(r, Mapping) for r in rows):
-        raise UserError(f"peer run {path.name}: expected a list of runs, as bench/peers.py --out writes")
+        text = read_bytes(path, what).decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UserError(f"{what}: not UTF-8 text (byte {error.start})") from None
+    try:
+        rows = load_json(text, what)
+    except json.JSONDecodeError as error:
+        raise UserError(f"{what}: not JSON ({error})") from None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise UserError(f"{what}: expected a list of runs, as bench/peers.py --out writes")
+    if not rows:
+        raise UserError(f"{what}: holds no runs")
     for i, row in enumerate(rows):
-        missing = [k for k in ("space", "method", "rep", "trace") if k not in row]
-        if missing:
-            raise UserError(f"peer run {path.name}: run {i} has no '{missing[0]}'")
-        if not isinstance(row["trace"], list) or not all(isinstance(v, (int, float)) for v in row["trace"]):
-            raise UserError(f"peer run {path.name}: run {i} trace {brief(row['trace'])} is not a list of numbers")
+        _check_run(row, f"{what}: run {i}")
     return rows
+
+
+def _check_run(row: dict[str, Any], what: str) -> None:
+    """One run's fields, typed and in range; its trace becomes floats."""
+    missing = [k for k in ("space", "method", "rep", "trace") if k not in row]
+    if missing:
+        raise UserError(f"{what} has no '{missing[0]}'")
+    for key in ("space", "method"):
+        if not isinstance(row[key], str) or not row[key]:
+            raise UserError(f"{what}: {key!r} is {brief(row[key])}, expected a name")
+    what = f"{what} ({listing([row['method']])} on {listing([row['space']])})"
+    for key, low in (("rep", 0), ("budget", 1), ("used", 0)):
+        if key in row and not (type(row[key]) is int and low <= row[key] <= _MAX_INT):
+            raise UserError(f"{what}: {key!r} is {brief(row[key])}, expected an integer {low}..{_MAX_INT}")
+    trace = row["trace"]
+    if not isinstance(trace, list):
+        raise UserError(f"{what}: 'trace' is {brief(trace)}, expected a list of slowdowns")
+    for j, value in enumerate(trace):
+        number = type(value) is float or (type(value) is int and value <= _MAX_FLOAT)  # no bool, no int past float
+        if not number or not value >= 1:  # NaN fails >= too
+            raise UserError(f"{what}: trace[{j}] is {brief(value)}: a slowdown is ≥ 1 (best measured ÷ the best), "
+                            "or Infinity while nothing has worked")
+    row["trace"] = [float(value) for value in trace]
 
 
 def at_budget(row: Mapping[str, Any], budget: int) -> tuple[list[float], float, int]:
@@ -54,7 +90,7 @@ def peer_comparison(rows: Sequence[Mapping[str, Any]], space: str, budget: int, 
     slowdown)."""
     spaces = sorted({str(r["space"]) for r in rows})
     if space not in spaces:
-        raise UserError(f"peer run: no runs on space {space!r} (it has {', '.join(spaces) or 'none'})")
+        raise UserError(f"peer run: no runs on space {space!r} (it has {listing(spaces) or 'none'})")
     chosen = [r for r in rows if r["space"] == space and int(r.get("budget", budget)) == budget]
     if not chosen:
         budgets = sorted({int(r["budget"]) for r in rows if r["space"] == space and "budget" in r})

@@ -26,17 +26,25 @@ All flavours share TpuGraphs' core arrays: ``node_opcode`` (n,), ``node_feat`` (
    ``config_feat_names``, and 0-d numbers such as ``graph_flops`` / ``graph_bytes``, which land in ``extra``.
    A Tunelab layout file names its configurable nodes with ``node_config_ids``.
 
-Arrays are loaded with ``allow_pickle=False``: an ``.npz`` from elsewhere must not be able to run code. Every
-malformed input raises a one-line :class:`UserError` naming the file and the field.
+An ``.npz`` from elsewhere is hostile until read: arrays are read without pickle (a file must not be able to run
+code), and sizes are bounded before anything is inflated: the zip directory's declared sizes and each ``.npy``
+header's shape and dtype against :data:`MAX_NPZ_BYTES`, then no more bytes than declared (a directory that lies
+cannot inflate more). Features and runtimes must be finite. Every malformed input raises a one-line
+:class:`UserError` naming the file, the field and, for a bad value, its row.
 """
 
 from __future__ import annotations
 
+import io
+import math
 import re
 import zipfile
+import zlib
 from pathlib import Path
+from typing import IO
 
 import numpy as np
+from numpy.lib import format as npy_format
 
 from engine.errors import UserError, brief
 from engine.io.paths import data_dir
@@ -48,6 +56,26 @@ TILE_CONFIG_NAMES = tuple(f"{kind}_bounds_{part}" for kind in ("kernel", "output
 #: TpuGraphs' layout configuration columns: minor-to-major order of output, input and kernel, −1 = unset.
 LAYOUT_CONFIG_NAMES = tuple(f"{tensor}_layout_{dim}" for tensor in ("output", "input", "kernel") for dim in range(6))
 ERROR_RUNTIME = -1
+
+#: Most bytes a graph file may hold, inflated (all arrays together, each value counted at least 8 bytes) and on
+#: disk: about 200 times the largest file Tunelab reads today (the real layout program, 1.2 MB inflated; a
+#: generated program's files are under 100 kB), so that refusing a decompression bomb costs no more.
+MAX_NPZ_BYTES = 256 * 2**20
+#: Most arrays in one file: 8 times the 32 of a generated file.
+MAX_NPZ_ARRAYS = 256
+#: Most dimensions of one array (the format's deepest is 3, a layout file's per-node configurations).
+MAX_NDIM = 8
+_NPY_HEADERS = {(1, 0): npy_format.read_array_header_1_0, (2, 0): npy_format.read_array_header_2_0}
+#: Zip methods numpy writes (stored, deflate). zipfile inflates bzip2 and lzma without an output bound per read,
+#: so a few kB of either could still inflate to gigabytes in one call.
+_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+_ENCRYPTED = 0x1  # zipfile asks for a password (RuntimeError); the flags it cannot read raise NotImplementedError
+#: dtype kinds an array may have: booleans, numbers, text (no objects, no structures, no dates).
+_STORED_KINDS = "biufcUS"
+_CHUNK = 2**20
+#: What zipfile raises on a damaged archive: besides BadZipFile, NotImplementedError (a zip version or flag it does
+#: not read), UnicodeDecodeError (a name flagged UTF-8 that is not), EOFError and OSError (cut short).
+_ZIP_ERRORS = (zipfile.BadZipFile, NotImplementedError, UnicodeDecodeError, EOFError, OSError)
 
 _FILE_NAME = re.compile(r"^(?:tile_kernel_\d+_|layout_module_)(?P<name>.+)$")
 # (dtype kinds accepted, how a message names them)
@@ -104,28 +132,117 @@ def _real_tpu_folder() -> Path:
 
 
 def _load(path: Path) -> dict[str, np.ndarray]:
-    """Every array of the archive, read without pickle."""
+    """Every array of the archive, read without pickle and bounded before anything is inflated: the zip
+    directory's sizes first, then each member's ``.npy`` header against its size, then at most that many bytes."""
     try:
-        archive = np.load(path, allow_pickle=False)
+        with open(path, "rb") as handle:
+            if handle.read(len(npy_format.MAGIC_PREFIX)) == npy_format.MAGIC_PREFIX:
+                raise UserError(f"{path}: a single .npy array, not an .npz archive of named fields")
+            if handle.seek(0, io.SEEK_END) > MAX_NPZ_BYTES:
+                raise UserError(f"{path}: more than {MAX_NPZ_BYTES:,} bytes, the most a graph file may hold")
+            with zipfile.ZipFile(handle) as archive:
+                members = _members(path, archive.infolist())
+                budget = _Budget()
+                return {key: _array(archive, info, f"{path}: field {brief(key)}", budget) for key, info in members.items()}
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+    except _ZIP_ERRORS as exc:
         raise UserError(f"{path}: not an .npz archive ({brief(str(exc))})") from None
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise UserError(f"{path}: a single .npy array, not an .npz archive of named fields")
-    with archive:
-        return {key: _member(path, archive, key) for key in archive.files}
 
 
-def _member(path: Path, archive: np.lib.npyio.NpzFile, key: str) -> np.ndarray:
+def _members(path: Path, infos: list[zipfile.ZipInfo]) -> dict[str, zipfile.ZipInfo]:
+    """The archive's members by field name, refused on what its directory declares, before any is opened."""
+    if len(infos) > MAX_NPZ_ARRAYS:
+        raise UserError(f"{path}: holds {len(infos):,} arrays, more than the {MAX_NPZ_ARRAYS} a graph file may hold")
+    declared = sum(info.file_size for info in infos)
+    if declared > MAX_NPZ_BYTES:
+        raise UserError(f"{path}: declares {declared:,} bytes inflated, more than the {MAX_NPZ_BYTES:,} a graph file may hold")
+    members: dict[str, zipfile.ZipInfo] = {}
+    for info in infos:
+        key = info.filename.removesuffix(".npy")
+        what = f"{path}: field {brief(key)}"
+        if key in members:
+            raise UserError(f"{what} appears twice in the archive")
+        if info.flag_bits & _ENCRYPTED:
+            raise UserError(f"{what} is encrypted; a graph file is a plain numpy archive")
+        if info.compress_type not in _METHODS:
+            raise UserError(f"{what} is compressed with zip method {info.compress_type}; numpy writes stored or deflated arrays")
+        members[key] = info
+    return members
+
+
+class _Budget:
+    """Values the arrays of one file may hold together, each counted at least 8 bytes (what the reader widens
+    a flag or an opcode id to), so that a file of 1-byte values cannot make the reader build gigabytes."""
+
+    def __init__(self) -> None:
+        self.left = MAX_NPZ_BYTES
+
+    def spend(self, what: str, count: int, itemsize: int) -> None:
+        self.left -= count * max(itemsize, 8)
+        if self.left < 0:
+            raise UserError(f"{what} makes the arrays hold more than the {MAX_NPZ_BYTES:,} bytes a graph file may hold")
+
+
+def _array(archive: zipfile.ZipFile, info: zipfile.ZipInfo, what: str, budget: _Budget) -> np.ndarray:
+    """One member: its ``.npy`` header checked against the member's declared size, then exactly that many
+    bytes read (zipfile stops inflating there and checks the CRC), so a directory that lies cannot inflate more."""
     try:
-        return archive[key]
-    except ValueError as exc:
-        if "allow_pickle" in str(exc):
-            raise UserError(f"{path}: field {key!r} holds pickled Python objects, which are refused; store numbers or strings") from None
-        raise UserError(f"{path}: field {key!r} is corrupt ({brief(str(exc))})") from None
-    except (OSError, EOFError, zipfile.BadZipFile) as exc:
-        raise UserError(f"{path}: field {key!r} is corrupt ({brief(str(exc))})") from None
+        with archive.open(info) as handle:
+            shape, fortran, dtype = _header(handle, what)
+            count = math.prod(shape)
+            budget.spend(what, count, dtype.itemsize)
+            size = count * dtype.itemsize
+            if handle.tell() + size != info.file_size:
+                raise UserError(f"{what} declares shape {shape} of {dtype} ({size:,} bytes) in a member of "
+                                f"{info.file_size - handle.tell():,} bytes")
+            data = bytearray(size)
+            done = 0
+            while done < size:
+                chunk = handle.read(min(_CHUNK, size - done))
+                if not chunk:
+                    raise UserError(f"{what} is cut short ({done:,} of {size:,} bytes)")
+                data[done:done + len(chunk)] = chunk
+                done += len(chunk)
+    except (*_ZIP_ERRORS, zlib.error) as exc:
+        raise UserError(f"{what} is corrupt ({brief(str(exc))})") from None
+    if dtype.kind == "U":
+        _check_characters(what, data, dtype)
+    values = np.frombuffer(data, dtype, count)
+    return values.reshape(shape[::-1]).T if fortran else values.reshape(shape)
+
+
+def _header(handle: IO[bytes], what: str) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """Shape, order and dtype from a ``.npy`` header, without reading a value; only plain numbers and text."""
+    try:
+        version = npy_format.read_magic(handle)
+        read = _NPY_HEADERS.get(version)
+        header = read(handle) if read else None
+    except ValueError as exc:  # no magic, or a header cut short or not a literal dict of the three keys
+        raise UserError(f"{what} is not a .npy array ({brief(' '.join(str(exc).split()))})") from None
+    if header is None:
+        raise UserError(f"{what} is a .npy file of format version {version}, which numpy does not write for plain arrays")
+    shape, fortran, dtype = header
+    if dtype.hasobject:
+        raise UserError(f"{what} holds pickled Python objects, which are refused; store numbers or strings")
+    if dtype.names is not None or dtype.subdtype is not None:
+        raise UserError(f"{what} holds structured values ({brief(str(dtype))}); store one array per field")
+    if dtype.kind not in _STORED_KINDS or dtype.itemsize == 0:
+        raise UserError(f"{what} holds {dtype} values; a graph file holds numbers and text")
+    if len(shape) > MAX_NDIM:
+        raise UserError(f"{what} has {len(shape)} dimensions, more than {MAX_NDIM}")
+    if any(dim < 0 for dim in shape):
+        raise UserError(f"{what} declares shape {brief(shape)}: a dimension is negative")
+    return tuple(int(dim) for dim in shape), fortran, dtype
+
+
+def _check_characters(what: str, data: bytearray, dtype: np.dtype) -> None:
+    """numpy stores text as UCS-4 code points and turns any of them into a ``str``, characters or not; a
+    code point past U+10FFFF or a lone surrogate would fail later, when the name is printed or stored."""
+    codes = np.frombuffer(data, np.dtype(np.uint32).newbyteorder(dtype.byteorder))
+    bad = codes[(codes > 0x10FFFF) | ((codes >= 0xD800) & (codes <= 0xDFFF))]
+    if len(bad):
+        raise UserError(f"{what} holds U+{int(bad[0]):04X}, which is not a character")
 
 
 def _name(path: Path) -> str:
@@ -140,8 +257,8 @@ def _graph(arrays: dict[str, np.ndarray], name: str, program: str | None) -> Ten
         raise UserError("needs exactly one of the fields 'config_feat' (tile) and 'node_config_feat' (layout)")
     config_key = "node_config_feat" if layout else "config_feat"
     opcodes = _opcodes(arrays)
-    node_feat = _field(arrays, "node_feat", 2, _NUMBERS).astype(np.float32)
-    config_feat = _field(arrays, config_key, 3 if layout else 2, _NUMBERS).astype(np.float32)
+    node_feat = _features(arrays, "node_feat", 2)
+    config_feat = _features(arrays, config_key, 3 if layout else 2)
     runtime = _runtime(arrays)
     _same_count(config_key, len(config_feat), len(runtime))
     splits = _splits(arrays, len(opcodes))
@@ -152,14 +269,14 @@ def _graph(arrays: dict[str, np.ndarray], name: str, program: str | None) -> Ten
         opcodes=opcodes,
         node_feat=node_feat,
         feat_names=_names(arrays, "node_feat_names", node_feat.shape[1], _generic("f", node_feat.shape[1])),
-        edges=_field(arrays, "edge_index", 2, _INTS).astype(np.int64),
+        edges=_edges(arrays, len(opcodes)),
         node_splits=splits,
         config_feat=config_feat,
         runtime=runtime,
         config_feat_names=_names(arrays, "config_feat_names", config_feat.shape[-1], _config_names(layout, config_feat.shape[-1])),
         config_nodes=_config_nodes(arrays, splits, len(opcodes)) if layout else None,
         normalizer=_normalizer(arrays, len(runtime)),
-        extra={key: float(value) for key, value in arrays.items() if value.ndim == 0 and value.dtype.kind in _NUMBERS[0]},
+        extra=_extra(arrays),
         default=_default(arrays, len(runtime)),
     )
 
@@ -176,6 +293,43 @@ def _field(arrays: dict[str, np.ndarray], key: str, ndim: int, kinds: tuple[str,
     return value
 
 
+def _features(arrays: dict[str, np.ndarray], key: str, ndim: int) -> np.ndarray:
+    """Float32 features, every one finite: a NaN or an infinity (or a float64 past float32's range) would
+    silently poison every prediction made from the graph."""
+    with np.errstate(over="ignore"):  # a float64 past float32's range becomes inf, refused below
+        features = _field(arrays, key, ndim, _NUMBERS).astype(np.float32)
+    bad = ~np.isfinite(features)
+    if bad.any():
+        where = np.unravel_index(int(np.argmax(bad)), bad.shape)
+        value = arrays[key][where].item()
+        raise UserError(f"field {key!r} holds {brief(value)} at row {where[0]}: features are finite float32 numbers")
+    return features
+
+
+def _edges(arrays: dict[str, np.ndarray], n: int) -> np.ndarray:
+    """Edges as int64, node ids checked before the conversion (a uint64 past 2**63 would wrap to a negative)."""
+    edges = _field(arrays, "edge_index", 2, _INTS)
+    check_node_ids("field 'edge_index'", edges, n)
+    return edges.astype(np.int64)
+
+
+def _extra(arrays: dict[str, np.ndarray]) -> dict[str, float]:
+    """0-d numbers such as the static counts; NaN reads as unknown (as a missing count does), ±inf is refused."""
+    extra = {key: float(value) for key, value in arrays.items() if value.ndim == 0 and value.dtype.kind in _NUMBERS[0]}
+    for key, value in extra.items():
+        if math.isinf(value):
+            raise UserError(f"field {key!r} holds {value}: a count is finite, or NaN when unknown")
+    return extra
+
+
+def _text(arrays: dict[str, np.ndarray], key: str, ndim: int, kinds: tuple[str, str] = _TEXT) -> np.ndarray:
+    """A text field as ``str`` values; numpy decodes stored bytes as ASCII."""
+    try:
+        return _field(arrays, key, ndim, kinds).astype(str)
+    except UnicodeDecodeError:
+        raise UserError(f"field {key!r} holds bytes that are not ASCII text") from None
+
+
 def _same_count(key: str, rows: int, runs: int) -> None:
     if rows != runs:
         raise UserError(f"field {key!r} has {rows} rows for the {runs} runs of 'config_runtime'")
@@ -184,15 +338,20 @@ def _same_count(key: str, rows: int, runs: int) -> None:
 def _opcodes(arrays: dict[str, np.ndarray]) -> np.ndarray:
     """Opcode names; TpuGraphs' integer ids become ``op<id>`` (see the module docstring)."""
     raw = _field(arrays, "node_opcode", 1, _OPCODES)
-    return np.char.add("op", raw.astype(str)) if raw.dtype.kind in "iu" else raw.astype(str)
+    if raw.dtype.kind not in "iu":
+        return _text(arrays, "node_opcode", 1, _OPCODES)
+    # One name per distinct id, as wide as the longest: np.char.add would make every name 'op' + 20 characters
+    # (an int64's widest), 92 bytes a node.
+    ids, nodes = np.unique(raw, return_inverse=True)
+    names: np.ndarray = np.array([f"op{i}" for i in ids.tolist()], dtype=str)[nodes]
+    return names
 
 
 def _runtime(arrays: dict[str, np.ndarray]) -> np.ndarray:
     """Float ns with NaN for a failed run: −1 in the file or a ``config_error`` flag (TpuGraphs drops both)."""
     raw = _field(arrays, "config_runtime", 1, _NUMBERS)
-    odd = raw[(raw < 0) & (raw != ERROR_RUNTIME)]
-    if len(odd):
-        raise UserError(f"field 'config_runtime' holds {brief(odd[0].item())}: a runtime is ns ≥ 0, or {ERROR_RUNTIME} for an error run")
+    _check_runs("config_runtime", raw, ((raw < 0) & (raw != ERROR_RUNTIME)) | ~np.isfinite(raw),
+                f"a runtime is ns ≥ 0, or {ERROR_RUNTIME} for an error run")
     failed = raw == ERROR_RUNTIME
     if "config_error" in arrays:
         error = _field(arrays, "config_error", 1, _FLAGS)
@@ -203,11 +362,20 @@ def _runtime(arrays: dict[str, np.ndarray]) -> np.ndarray:
     return runtime
 
 
+def _check_runs(key: str, values: np.ndarray, bad: np.ndarray, rule: str) -> None:
+    """Refuse the first run flagged ``bad``, naming its row and value."""
+    if bad.any():
+        row = int(np.argmax(bad))
+        raise UserError(f"field {key!r} holds {brief(values[row].item())} at row {row}: {rule}")
+
+
 def _normalizer(arrays: dict[str, np.ndarray], runs: int) -> np.ndarray | None:
     if "config_runtime_normalizers" not in arrays:
         return None
     normalizer = _field(arrays, "config_runtime_normalizers", 1, _NUMBERS)
     _same_count("config_runtime_normalizers", len(normalizer), runs)
+    _check_runs("config_runtime_normalizers", normalizer, ~(normalizer > 0) | ~np.isfinite(normalizer),
+                "a normalizer is a runtime > 0 that runs are divided by")
     return normalizer.astype(np.float64)
 
 
@@ -227,6 +395,8 @@ def _splits(arrays: dict[str, np.ndarray], n: int) -> np.ndarray:
     if "node_splits" not in arrays:
         return np.zeros(min(n, 1), np.int64)
     raw = arrays["node_splits"]
+    if raw.ndim == 2 and len(raw) != 1:
+        raise UserError(f"field 'node_splits' has shape {raw.shape}, expected (k,) or (1, k)")
     splits = _field(arrays, "node_splits", 2 if raw.ndim == 2 else 1, _INTS).ravel().astype(np.int64)
     return splits[:-1] if len(splits) > 1 and splits[-1] == n else splits
 
@@ -244,21 +414,21 @@ def _config_nodes(arrays: dict[str, np.ndarray], splits: np.ndarray, n: int) -> 
 
 def _task(arrays: dict[str, np.ndarray]) -> str:
     """A file with one configuration vector per run: ``tile`` unless it says ``absolute`` (Tunelab's generator)."""
-    task = str(_field(arrays, "task", 0, _TEXT)) if "task" in arrays else "tile"
+    task = str(_text(arrays, "task", 0)) if "task" in arrays else "tile"
     if task not in ("tile", "absolute"):
         raise UserError(f"field 'task' is {brief(task)}: a file with 'config_feat' holds the 'tile' or 'absolute' task")
     return task
 
 
 def _program(arrays: dict[str, np.ndarray]) -> str | None:
-    return str(_field(arrays, "program", 0, _TEXT)) if "program" in arrays else None
+    return str(_text(arrays, "program", 0)) if "program" in arrays else None
 
 
 def _names(arrays: dict[str, np.ndarray], key: str, columns: int, default: tuple[str, ...]) -> tuple[str, ...]:
     """Column names stored in the file, else the format's own."""
     if key not in arrays:
         return default
-    names = _field(arrays, key, 1, _TEXT)
+    names = _text(arrays, key, 1)
     if len(names) != columns:
         raise UserError(f"field {key!r} names {len(names)} columns, but the features have {columns}")
     return tuple(str(name) for name in names)
