@@ -7,7 +7,7 @@ The runner is a small plain mapping (``{"kind": "table"}``, ``{"kind": "syntheti
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +17,12 @@ from engine.space.factors import Space
 
 DIRECTIONS = ("minimize", "maximize")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.()\-]{0,99}$")
+#: How each measurement was taken: the store's measurement columns besides value, status and error.
+PROVENANCE_COLUMNS = ("repeat", "host", "started_at", "finished_at", "strategy", "step", "design_id", "measurement_id")
+#: Columns Tunelab's tables put beside a study's factors: the store's measurements and the per-configuration
+#: mean an analysis fits (``n_repeats``). A factor so named would be a second column of that name and break every
+#: measured table; an objective so named would clash where exports and analyses rename ``value`` after it.
+RESERVED_COLUMNS = ("value", "status", "error", *PROVENANCE_COLUMNS, "n_repeats")
 
 
 def check_study_name(name: Any) -> str:
@@ -35,6 +41,23 @@ def check_runner(runner: Any) -> None:
         raise UserError(f"runner {brief(runner)} must be a mapping with a 'kind'")
     if not isinstance(runner["kind"], str) or runner["kind"] not in RUNNER_KINDS:
         raise UserError(f"runner kind {brief(runner['kind'])} is not one of {', '.join(RUNNER_KINDS)}")
+
+
+def check_reserved(names: Iterable[str], what: str, role: str = "factor") -> None:
+    """Refuse, in one line naming ``what``, a name among ``names`` that is one of :data:`RESERVED_COLUMNS`."""
+    clash = next((name for name in names if name in RESERVED_COLUMNS), None)
+    if clash is not None:
+        raise UserError(f"{what}: {role} '{clash}' is reserved: Tunelab's measurement tables have a column of that "
+                        f"name ({', '.join(RESERVED_COLUMNS)}); rename it")
+
+
+def check_column_names(spec: StudySpec, what: str) -> None:
+    """Refuse a factor or objective named like a :data:`RESERVED_COLUMNS` column; the objective may be ``value``,
+    the column it names. Checked where a study is made (spec files, imports), not by :class:`StudySpec`, so that
+    a study stored before the rule still opens, to be exported or deleted."""
+    check_reserved(spec.space.names, what)
+    if spec.objective != "value":
+        check_reserved([spec.objective], what, "objective")
 
 
 @dataclass(frozen=True)

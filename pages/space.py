@@ -5,9 +5,11 @@ from dataclasses import replace
 import streamlit as st
 
 from app.components import flash, guard, show_flash, study_picker
+from app.escape import escape_md
 from app.state import get_store
 from engine.space.factors import KINDS
 from engine.space.text import factor_table, space_from_table, valid_count
+from engine.study import check_reserved
 
 store = get_store()
 st.title("Space")
@@ -35,7 +37,9 @@ constraints = st.text_area("Constraints", "\n".join(space.constraints), height=1
 
 draft = None
 with guard():
-    draft = space_from_table(edited.to_dict(orient="records"), constraints)
+    parsed = space_from_table(edited.to_dict(orient="records"), constraints)
+    check_reserved(parsed.names, "space")  # a factor named like a measurement column could never be stored
+    draft = parsed
     cols = st.columns(3)
     cols[0].metric("Factors", len(draft.factors))
     if study.spec.runner.get("kind") == "table":  # a table study measures only its rows: count those, not levels
@@ -62,5 +66,5 @@ if draft is not None and draft != space:
         with guard():
             store.create_study(replace(study.spec, name=new_name.strip(), space=draft))
             st.session_state["study"] = new_name.strip()
-            flash(f"Created study '{new_name.strip()}'.")
+            flash(f"Created study '{escape_md(new_name.strip())}'.")
             st.rerun()

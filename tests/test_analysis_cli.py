@@ -10,7 +10,7 @@ import pytest
 
 from engine.io.paths import data_dir
 from tests.analysis_support import r_case
-from tests.conftest import run_cli
+from tests.conftest import cli, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -87,3 +87,31 @@ def test_mean_of_repeats_from_the_command_line(tmp_path):
     assert (means["fit"]["n"], means["fit"]["n_excluded"]) == (6, 0)
     slope = np.polyfit(np.arange(1.0, 7.0), frame.groupby("x")["t"].mean(), 1)[0]
     assert means["coefficients"][1]["Estimate"] == pytest.approx(slope, rel=1e-9)
+
+
+@pytest.fixture
+def repeats_csv(tmp_path):
+    path = tmp_path / "repeats.csv"
+    pd.DataFrame({"x": [1.0, 1.0, 2.0, 2.0, 3.0, 3.0], "z": [0, 0, 1, 1, 0, 0],
+                  "t": [2.1, 2.3, 2.9, 3.1, 3.6, 3.4]}).to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("repeats", ["all", "mean"])
+def test_an_unknown_by_column_is_refused_naming_the_valid_ones(repeats_csv, repeats):
+    result = run_cli("analyze", "--csv", str(repeats_csv), "--formula", "t ~ x", "--repeats", repeats,
+                     "--by", "x, nope,zz")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "tunelab: error: --by: unknown columns 'nope', 'zz'; the columns are x, z, t"]
+
+
+def test_by_without_mean_of_repeats_is_refused(repeats_csv):
+    """``--by`` groups repeats for their mean; with every repeat fitted it would do nothing, silently."""
+    result = cli("analyze", "--csv", str(repeats_csv), "--formula", "t ~ x", "--by", "x")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "tunelab: error: by ['x']: groups repeats for their mean, so it needs repeats 'mean'"]
+    means = json.loads(cli("analyze", "--csv", str(repeats_csv), "--formula", "t ~ x", "--repeats", "mean",
+                           "--by", "x", "--json").stdout)
+    assert means["fit"]["n"] == 3

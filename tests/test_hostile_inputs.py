@@ -269,7 +269,7 @@ def test_csv_yaml_json_and_t4_carry_hostile_values_back_unchanged():
     best = _hostile_best()
     text = export_best(best, "csv")
     rows = list(csv.reader(io.StringIO(text, newline="")))
-    assert len(rows) == 2 and rows[1][0] == HOSTILE["OPT"] and rows[1][1] == HOSTILE["NL"]
+    assert len(rows) == 2 and rows[1][0] == HOSTILE["OPT"] and rows[1][1] == "'" + HOSTILE["NL"]  # a trailing blank: quoted for spreadsheets
     frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
     assert len(frame) == 1 and frame.loc[0, "OPT"] == HOSTILE["OPT"] and frame.loc[0, "CTRL"] == HOSTILE["CTRL"]
     doc = json.loads(export_best(best, "json"))

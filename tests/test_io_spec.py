@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from engine.errors import UserError
 from engine.io.spec import FORMATS, TEMPLATES, dump_spec, load_spec, parse_spec
+from tests.conftest import cli, run_cli
 
 FULL = """\
 name: Round trip
@@ -168,4 +171,79 @@ def test_template_contents():
     cpu = parse_spec(TEMPLATES["CPU loop nest (tiles, unroll, flags)"], "yaml")
     kinds = {f.kind for f in cpu.space.factors}
     assert {"boolean", "categorical"} <= kinds
-    assert cpu.runner["kind"] == "command" and all(isinstance(a, str) for a in cpu.runner["argv"])
+    assert cpu.runner["kind"] == "command" and all(isinstance(a, str) for a in cpu.runner["command"])
+
+
+def test_the_command_template_builds_a_runner_of_its_factors():
+    from engine.runners import runner_from_spec
+
+    cpu = parse_spec(TEMPLATES["CPU loop nest (tiles, unroll, flags)"], "yaml")
+    runner = runner_from_spec(cpu.runner, space=cpu.space)
+    assert set(runner.placeholders) == set(cpu.space.names) and runner.timeout == 1200
+
+
+CMD = "  - {name: n, kind: ordinal, levels: [1, 2]}\n"
+
+
+@pytest.mark.parametrize(
+    ("runner", "message"),
+    [
+        ('{kind: command, command: "./bench --n={n} \'a b\'", metric: {regex: "t=(.*)"}}',
+         r"^spec: runner 'command' must be a list of arguments, not the text \"\./bench --n=\{n\} 'a b'\" "
+         r"\(no shell runs it\): give \['\./bench', '--n=\{n\}', 'a b'\]$"),
+        ('{kind: command, command: "./bench | tee log", metric: {regex: x}}', r"put the pipe or redirection in a script"),
+        ("{kind: command, command: 'make \"unclosed', metric: {regex: x}}", r"must be a list of arguments, not the text"),
+        ("{kind: command, command: [], metric: {regex: x}}", r"runner 'command' must be a non-empty list of arguments"),
+        ("{kind: command, command: [./bench, [--n, 2]], metric: {regex: x}}", r"argument \['--n', 2\] is not text"),
+        ("{kind: command, command: {run: ./bench}, metric: {regex: x}}", r"must be a list of arguments, not \{'run'"),
+    ],
+)
+def test_a_command_that_is_not_an_argument_list_is_refused(runner, message):
+    with pytest.raises(UserError, match=message) as info:
+        parse_spec(_spec(CMD, extra=f"runner: {runner}\n"), "yaml")
+    assert "\n" not in str(info.value)
+
+
+def test_a_command_as_an_argument_list_is_accepted():
+    spec = parse_spec(_spec(CMD, extra="runner: {kind: command, command: [./bench, '--n={n}', 3], metric: {regex: x}}\n"),
+                      "yaml")
+    assert spec.runner["command"] == ["./bench", "--n={n}", 3]
+
+
+@pytest.mark.parametrize("name", ["value", "status", "error", "repeat", "host", "started_at", "finished_at", "strategy",
+                                  "step", "design_id", "measurement_id", "n_repeats"])
+def test_a_factor_named_like_a_measurement_column_is_refused(name):
+    with pytest.raises(UserError, match=rf"^spec: factor '{name}' is reserved: Tunelab's measurement tables have"):
+        parse_spec(_spec(X + f"  - {{name: {name}, kind: ordinal, levels: [1, 2]}}\n"), "yaml")
+
+
+@pytest.mark.parametrize("name", ["status", "error", "repeat", "host", "step", "n_repeats"])
+def test_an_objective_named_like_a_measurement_column_is_refused(name):
+    with pytest.raises(UserError, match=rf"^spec: objective '{name}' is reserved: Tunelab's measurement tables"):
+        parse_spec(_spec(X, extra=f"objective: {name}\n"), "yaml")
+
+
+def test_an_objective_named_value_is_the_value_column_itself():
+    """The measurements' value column is the objective: exports name it after the objective, so ``value`` is fine."""
+    assert parse_spec(_spec(X, extra="objective: value\n"), "yaml").objective == "value"
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        ("objective: t\nrunner: {kind: command, command: './bench --n={n}', metric: {regex: 't=(.*)'}}\n",
+         "spec: runner 'command' must be a list of arguments, not the text './bench --n={n}' (no shell runs it): "
+         "give ['./bench', '--n={n}']"),
+        ("objective: t\nfactors:\n  - {name: value, kind: ordinal, levels: [1, 2]}\n", "spec: factor 'value' is reserved"),
+        ("objective: status\n", "spec: objective 'status' is reserved"),
+    ],
+)
+def test_study_create_refuses_a_spec_it_could_not_use(tmp_path, lines, message):
+    text = "name: unusable\n" + lines + ("" if "factors:" in lines else "factors:\n") + CMD
+    (tmp_path / "unusable.yaml").write_text(text, encoding="utf-8")
+    db = tmp_path / "t.duckdb"
+    result = run_cli("study", "create", "--spec", str(tmp_path / "unusable.yaml"), db=db)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    said = result.stderr.strip().splitlines()
+    assert len(said) == 1 and said[0].startswith(f"tunelab: error: unusable.yaml: {message}")
+    assert json.loads(cli("study", "list", "--json", db=db).stdout) == []

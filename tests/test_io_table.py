@@ -7,11 +7,15 @@ import io
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from engine.errors import UserError
+from engine.io.export import study_to_csv
 from engine.io.paths import data_dir
 from engine.io.table_import import import_table
+from engine.space.factors import Factor, Space
+from engine.study import PROVENANCE_COLUMNS, StudySpec
 
 
 def _csv(text: str) -> io.BytesIO:
@@ -102,18 +106,22 @@ def test_gzip_csv_file(tmp_path):
 
 
 def test_ignore_and_empty_factor_cells():
-    text = "a,host,t\n1,h1,3\n2,,4\n"
-    with pytest.raises(UserError, match=r"column 'host' row 2: empty value"):
+    text = "a,machine,t\n1,h1,3\n2,,4\n"
+    with pytest.raises(UserError, match=r"column 'machine' row 2: empty value"):
         import_table(_csv(text), "t")
-    imported = import_table(_csv(text), "t", ignore=["host"])
-    assert imported.spec.space.names == ["a"] and imported.report["ignored_columns"] == ["host"]
+    imported = import_table(_csv(text), "t", ignore=["machine"])
+    assert imported.spec.space.names == ["a"] and imported.report["ignored_columns"] == ["machine"]
     with pytest.raises(UserError, match="ignore column 'nope' not found"):
         import_table(_csv(text), "t", ignore=["nope"])
 
 
 def test_reserved_and_degenerate_columns():
-    with pytest.raises(UserError, match="column 'value' is reserved"):
+    with pytest.raises(UserError, match=r"^table bench\.csv: factor 'value' is reserved: Tunelab's measurement tables"):
         import_table(_csv("a,value,t\n1,2,3\n2,3,4\n"), "t")
+    with pytest.raises(UserError, match="factor 'n_repeats' is reserved"):
+        import_table(_csv("a,n_repeats,t\n1,2,3\n2,3,4\n"), "t")
+    with pytest.raises(UserError, match="objective 'step' is reserved"):
+        import_table(_csv("a,step\n1,3\n2,4\n"), "step")
     with pytest.raises(UserError, match=r"no factor columns \(constant columns: a\)"):
         import_table(_csv("a,t\n1,3\n1,4\n"), "t")
     with pytest.raises(UserError, match="column .a. appears twice"):
@@ -138,3 +146,17 @@ def test_malformed_csv_is_one_line():
     assert "\n" not in str(info.value)
     with pytest.raises(UserError, match="no such file"):
         import_table("/nonexistent/x.csv", "t")
+
+
+def test_a_measured_study_export_imports_back_to_its_factors():
+    """The columns saying how each repeat was measured are not factors: as factors they broke the study once
+    measured (a second 'step' column), and ``started_at`` made every row its own configuration."""
+    spec = StudySpec("m", Space([Factor("a", "ordinal", (1, 2))]), objective="t", runner={"kind": "synthetic"})
+    measured = pd.DataFrame({"a": [1, 1, 2], "value": [3.0, 3.5, 1.0], "status": ["ok"] * 3, "error": [None] * 3,
+                             "repeat": [0, 1, 0], "host": ["h1", "h2", "h1"], "strategy": ["RS", "RS", "LHS"],
+                             "step": [0, 1, 2], "design_id": [None, 1, 2], "measurement_id": [1, 2, 3],
+                             "started_at": pd.to_datetime(["2024-05-01 10:00:00", "2024-05-01 10:00:01", None]),
+                             "finished_at": pd.to_datetime(["2024-05-01 10:00:02"] * 3)})
+    imported = import_table(_csv(study_to_csv(spec, measured)), "t")
+    assert imported.spec.space.names == ["a"] and imported.table["value"].tolist() == [3.0, 3.5, 1.0]
+    assert sorted(imported.report["provenance_columns_dropped"]) == sorted(PROVENANCE_COLUMNS)

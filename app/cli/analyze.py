@@ -49,6 +49,7 @@ def load_measurements(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFr
 
 def run(args: argparse.Namespace) -> int:
     from engine.analysis import analyze  # statsmodels: import only when the command runs
+    from engine.analysis.data import check_columns
 
     data, candidates = load_measurements(args)
     if args.predict_over:
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         anova_type=args.anova_type,
         candidates=candidates,
         repeats=args.repeats,
-        by=[c.strip() for c in args.by.split(",")] if args.by else None,
+        by=check_columns(data, [c.strip() for c in args.by.split(",")], "--by") if args.by else None,
     )
     emit(result.to_dict(), args.json, result.to_text())
     return 0
@@ -78,9 +79,11 @@ def _transform(text: str) -> str | float:
 def _read_csv(path: str, option: str) -> pd.DataFrame:
     import pandas as pd
 
+    from engine.io.table_import import unquote_frame
+
     if not Path(path).is_file():
         raise UserError(f"{option} {path!r}: no such file")
     try:
-        return pd.read_csv(path)
+        return unquote_frame(pd.read_csv(path))  # an export's text cells are quoted for spreadsheets
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise UserError(f"{option} {path!r}: not a readable CSV ({str(exc).splitlines()[0]})") from None

@@ -52,11 +52,12 @@ def _measure(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from engine.io.export import csv_text
     from workflows.difftune import measurements_table
 
     with open_store(args) as store:
         table = measurements_table(store, args.cpu_id)
-    data = table.to_csv(index=False, float_format="%.6g").encode()
+    data = csv_text(table, float_format="%.6g").encode()  # safe to open in a spreadsheet
     if args.out.endswith(".gz"):
         data = gzip.compress(data, mtime=0)  # the same table compresses to the same bytes
     write_output(args, data, *output_place(args.out))

@@ -94,8 +94,10 @@ def load_source(args: argparse.Namespace) -> Space | pd.DataFrame:
             session = StudySession(store, args.study)
             enumerable = session.is_table or session.spec.space.enumerable
             return session.candidates() if enumerable else session.spec.space
+    from engine.io.table_import import unquote_frame
+
     try:
-        frame = pd.read_csv(args.candidates)
+        frame = unquote_frame(pd.read_csv(args.candidates))  # a --out file of ours: its text cells are quoted
     except (OSError, ValueError, pd.errors.ParserError) as exc:
         raise UserError(f"--candidates {args.candidates!r}: not a readable CSV ({str(exc).splitlines()[0]})") from None
     if not len(frame):
@@ -168,7 +170,9 @@ def _summary(result: DesignResult) -> list[str]:
 def _run(args: argparse.Namespace) -> int:
     result = _generate(args)
     if args.out:
-        write_output(args, result.design.to_csv(index=False), *output_place(args.out))
+        from engine.io.export import csv_text
+
+        write_output(args, csv_text(result.design), *output_place(args.out))
     lines = _summary(result) + ([] if args.kind == "dopt" else ["", result.design.to_string(index=False)])
     data = result.to_dict()
     if args.study:

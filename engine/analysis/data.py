@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from engine.errors import UserError
+from engine.errors import UserError, brief
+from engine.io.table_import import listing
 from engine.model.formula import ModelMatrix, ParsedFormula, model_matrix
 
 
@@ -26,14 +27,22 @@ def mean_of_repeats(data: pd.DataFrame, response: str, by: Sequence[str] | None 
     of its non-missing repeats and their count ``n_repeats``."""
     if response not in data.columns:
         raise AnalysisError(f"response {response!r}: no such column")
-    by = [c for c in data.columns if c != response] if by is None else list(by)
-    missing = [c for c in by if c not in data.columns]
-    if missing:
-        raise AnalysisError(f"repeats: unknown configuration column {missing[0]!r}")
+    by = [c for c in data.columns if c != response] if by is None else check_columns(data, by, "by")
     grouped = data.groupby(by, sort=False, dropna=False)[response]
     out = grouped.mean().rename(response).to_frame()
     out["n_repeats"] = grouped.count()
     return out.reset_index()
+
+
+def check_columns(data: pd.DataFrame, names: Sequence[str], what: str) -> list[str]:
+    """``names`` as a list; one that is not a column of ``data`` is refused in one line naming ``what``, the unknown
+    names and the columns there are, since a mistyped grouping must not fall back to another one."""
+    unknown = [name for name in names if name not in data.columns]
+    if unknown:
+        shown = ", ".join(brief(name, 40) for name in unknown[:5]) + (f" … ({len(unknown)} in all)" if len(unknown) > 5 else "")
+        raise AnalysisError(f"{what}: unknown column{'s' if len(unknown) > 1 else ''} {shown}; "
+                            f"the columns are {listing(data.columns)}")
+    return list(names)
 
 
 @dataclass(frozen=True)

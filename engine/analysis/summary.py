@@ -14,12 +14,13 @@ import numpy as np
 import pandas as pd
 
 from engine.analysis.anova_tables import anova
-from engine.analysis.data import AnalysisError, mean_of_repeats
+from engine.analysis.data import AnalysisError, check_columns, mean_of_repeats
 from engine.analysis.fit import FitSummary, LinearModel, coefficient_table, fit_summary
 from engine.analysis.options import REPEATS
 from engine.analysis.prediction import Argmin, Validity, argmin, predict
 from engine.analysis.transform import PowerTransformResult
 from engine.analysis.variance import VarianceTest, ncv_test
+from engine.errors import brief
 from engine.io.jsonable import jsonable
 from engine.model.formula import parse
 
@@ -99,6 +100,10 @@ def analyze(
     every table; with ``candidates``, also the predicted minimum among the valid rows."""
     if repeats not in REPEATS:
         raise AnalysisError(f"repeats {repeats!r}: expected one of {', '.join(REPEATS)}")
+    if by is not None:
+        check_columns(data, by, "by")
+        if repeats != "mean":
+            raise AnalysisError(f"by {brief(by)}: groups repeats for their mean, so it needs repeats 'mean'")
     if repeats == "mean":
         response = parse(formula, data.columns).response
         if response is None:

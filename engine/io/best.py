@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError, brief
-from engine.io.export import csv_quoting, safe_filename
+from engine.io.export import csv_quoting, safe_filename, spreadsheet_value
 from engine.io.jsonable import plain
 from engine.study import StudySpec
 
@@ -142,16 +142,16 @@ def to_yaml(best: BestConfig) -> str:
 
 
 def to_csv(best: BestConfig) -> str:
-    """One header line and one row: the factors, then the objective and what is known about it."""
+    """One header line and one row: the factors, then the objective and what is known about it; text a spreadsheet
+    would run as a formula is quoted (:func:`engine.io.export.spreadsheet_value`)."""
     row = {**best.config, best.objective: best.value, "source": best.source, "lower": best.lower,
            "upper": best.upper, "level": best.level, "repeats": best.repeats}
     if len(row) != len(best.config) + 6:
         raise UserError(f"best configuration: a factor is named like an export column ({', '.join(row)})")
+    names, values = [spreadsheet_value(k) for k in row], ["" if v is None else spreadsheet_value(v) for v in row.values()]
     out = io.StringIO()
-    quoting = csv_quoting((*row, *row.values()))
-    writer = csv.DictWriter(out, fieldnames=list(row), lineterminator="\n", quoting=quoting)
-    writer.writeheader()
-    writer.writerow({k: "" if v is None else v for k, v in row.items()})
+    writer = csv.writer(out, lineterminator="\n", quoting=csv_quoting((*names, *values)))
+    writer.writerows([names, values])
     return out.getvalue()
 
 

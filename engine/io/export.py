@@ -17,7 +17,10 @@ JSON reader accepts it. ``dtypes`` lets :func:`parse_study_json` restore column 
 
 The CSV is for spreadsheets: factor columns, the objective (the ``value`` column under the
 objective's name), ``status``, ``error``, then any other columns; :func:`engine.io.table_import.import_table`
-reads it back (single-level factors excepted: a constant column is not a factor there).
+reads it back (single-level factors excepted: a constant column is not a factor there). Every CSV a person
+downloads is written by :func:`csv_text` (or holds :func:`spreadsheet_value` cells): text a spreadsheet would run
+as a formula gets a ``'`` in front (:func:`engine.io.table_import.spreadsheet_quoted` says which), and the
+importer takes it off again, so text round-trips exactly.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError
-from engine.io.table_import import load_json
+from engine.io.table_import import load_json, spreadsheet_quoted
 from engine.study import StudySpec
 
 FORMAT = "tunelab-study"
@@ -151,9 +154,31 @@ def study_to_csv(spec: StudySpec, measurements: pd.DataFrame) -> str:
             raise UserError(f"export: measurements have both 'value' and '{spec.objective}' columns")
         frame = frame.rename(columns={"value": spec.objective})
     first = [*spec.space.names, *(c for c in (spec.objective, "status", "error") if c in frame.columns)]
-    frame = frame[first + [c for c in frame.columns if c not in first]]
-    cells = chain(frame.columns, *(frame[c] for c in frame.columns if frame[c].dtype.kind in "OSU"))
-    return str(frame.to_csv(index=False, lineterminator="\n", quoting=csv_quoting(cells)))
+    return csv_text(frame[first + [c for c in frame.columns if c not in first]])
+
+
+def spreadsheet_value(value: Any) -> Any:
+    """``value`` for a CSV cell: with a ``'`` in front where its text is one a spreadsheet would run as a formula
+    (``=cmd|...``, ``-2+3``, ``-inf``, a blank then ``@x``), else unchanged, so numbers stay numbers."""
+    text = value if isinstance(value, str) else str(value)
+    return "'" + text if spreadsheet_quoted(text) else value
+
+
+def _spreadsheet_column(column: pd.Series) -> pd.Series:
+    """Only text can read as a formula, and of numbers only ``-inf``: other columns pass through untouched."""
+    kind = column.dtype.kind
+    if kind in "biuM" or (kind == "f" and not np.isneginf(column.to_numpy(dtype=float, na_value=np.nan)).any()):
+        return column
+    return column.astype(object).map(spreadsheet_value)
+
+
+def csv_text(frame: pd.DataFrame, float_format: str | None = None) -> str:
+    """``frame`` as CSV text (no index, ``\\n`` line ends) that is safe to open in a spreadsheet: column names and
+    cells pass through :func:`spreadsheet_value`."""
+    safe = pd.DataFrame({i: _spreadsheet_column(frame.iloc[:, i]) for i in range(frame.shape[1])}, index=frame.index)
+    safe.columns = pd.Index([spreadsheet_value(str(name)) for name in frame.columns], dtype=object)
+    cells = chain(safe.columns, *(safe.iloc[:, i] for i in range(safe.shape[1]) if safe.dtypes.iloc[i].kind in "OSU"))
+    return str(safe.to_csv(index=False, lineterminator="\n", quoting=csv_quoting(cells), float_format=float_format))
 
 
 def csv_quoting(cells: Iterable[Any]) -> Literal[0, 1]:

@@ -41,7 +41,6 @@ from engine.io.jsonable import plain
 from engine.io.table_import import (
     ImportedTable,
     Source,
-    check_reserved,
     load_json,
     read_bytes,
     source_name,
@@ -49,7 +48,7 @@ from engine.io.table_import import (
     summarise,
 )
 from engine.space.factors import Factor, Space
-from engine.study import StudySpec
+from engine.study import StudySpec, check_reserved
 
 #: Failure names KT writes, and the table status each becomes.
 FAILURE_STATUS = {

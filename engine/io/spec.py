@@ -23,11 +23,14 @@ factor. YAML is read with a SafeLoader made stricter (:class:`_SpecLoader`: no a
 twice, no nesting past :data:`~engine.io.table_import.MAX_DEPTH`); a spec holds at most
 :data:`MAX_SPEC_BYTES`. Errors are one line: malformed text names its line; field errors (duplicate
 factor names, empty or non-numeric levels, bad constraints, unknown runner kinds) come from
-:mod:`engine.space.factors` / :mod:`engine.study` unchanged.
+:mod:`engine.space.factors` / :mod:`engine.study` unchanged. A spec a study could not use is refused here
+too: a ``command`` runner whose ``command`` is text rather than an argument list (no shell runs it), and a
+factor or objective named like a column of Tunelab's measurement tables (:data:`engine.study.RESERVED_COLUMNS`).
 """
 
 from __future__ import annotations
 
+import shlex
 import tomllib
 from collections.abc import Hashable, Mapping
 from pathlib import Path
@@ -40,7 +43,7 @@ from yaml.constructor import ConstructorError
 from engine.errors import UserError, brief
 from engine.io.table_import import MAX_DEPTH, check_depth, source_name
 from engine.space.text import valid_count
-from engine.study import StudySpec
+from engine.study import StudySpec, check_column_names
 
 FORMATS = ("yaml", "toml")
 _EXTENSIONS = {".yaml": "yaml", ".yml": "yaml", ".toml": "toml"}
@@ -48,6 +51,8 @@ _EXTENSIONS = {".yaml": "yaml", ".yml": "yaml", ".toml": "toml"}
 MAX_SPEC_BYTES = 1_000_000
 _PLAIN = (str, int, float, bool, type(None))
 _TOP_KEYS = ("name", "description", "objective", "direction", "runner", "factors", "constraints")
+#: Words that only a shell gives meaning to: in an argument list they would reach the program as text.
+_SHELL_SYNTAX = frozenset({"|", "||", "&&", "&", ";", "<", ">", ">>", "2>", "2>&1"})
 _FACTOR_KEYS = ("name", "kind", "type", "levels", "low", "high", "step", "range", "powers_of_two")
 
 
@@ -94,7 +99,34 @@ def spec_from_data(data: Any) -> StudySpec:
         raise UserError(f"spec: 'runner' must be a mapping with a 'kind', got {brief(runner)}")
     if not isinstance(data.get("description") or "", str):
         raise UserError(f"spec: 'description' must be text, got {brief(data['description'])}")
-    return StudySpec.from_dict(data)
+    if runner["kind"] == "command" and "command" in runner:
+        _check_argument_list(runner["command"])
+    spec = StudySpec.from_dict(data)
+    check_column_names(spec, "spec")
+    return spec
+
+
+def _check_argument_list(command: Any) -> None:
+    """A command runner runs its argument list as is, never through a shell, so text (``./bench --n={n} | tee``)
+    cannot be split safely: it is refused with the list it would be, instead of failing at the first run."""
+    if isinstance(command, str):
+        try:
+            words = shlex.split(command)
+        except ValueError:  # an unclosed quote
+            words = []
+        if _SHELL_SYNTAX & set(words):
+            hint = "put the pipe or redirection in a script and give ['./script', ...]"
+        else:
+            hint = f"give {brief(words)}" if words else "give one item per argument"
+        raise UserError(f"spec: runner 'command' must be a list of arguments, not the text {brief(command)} "
+                        f"(no shell runs it): {hint}")
+    if not isinstance(command, list):
+        raise UserError(f"spec: runner 'command' must be a list of arguments, not {brief(command)}")
+    if not command:
+        raise UserError("spec: runner 'command' must be a non-empty list of arguments")
+    bad = [item for item in command if isinstance(item, bool) or not isinstance(item, (str, int, float))]
+    if bad:  # a YAML ``yes`` is a boolean: quote it
+        raise UserError(f"spec: runner 'command' argument {brief(bad[0])} is not text or a number")
 
 
 def check_plain(value: Any, where: str) -> None:
@@ -310,17 +342,19 @@ constraints:
   - elements_number / y_component_number <= 4
 """,
     "CPU loop nest (tiles, unroll, flags)": """\
-# A small SPAPT-like loop nest compiled and timed by a command. {name} in argv is replaced by the
-# factor's value for each configuration; the command prints the measured time on its last line.
+# A small SPAPT-like loop nest compiled and timed by a command. {name} in the command's arguments is
+# replaced by the factor's value for each configuration (no shell runs it); the metric regex reads the
+# measured time from what the command prints, e.g. "time: 0.0123".
 name: CPU loop nest
 description: Tiled, unrolled loop nest with compiler flags (SPAPT-like)
 objective: time
 direction: minimize
 runner:
   kind: command
-  argv: ["./measure.sh", "--tile-i={T1_I}", "--tile-j={T1_J}", "--unroll-i={U_I}", "--unroll-j={U_J}",
-         "--scalar-replacement={SCR}", "--vectorize={VEC}", "--opt={OPT}"]
-  timeout_s: 1200
+  command: ["./measure.sh", "--tile-i={T1_I}", "--tile-j={T1_J}", "--unroll-i={U_I}", "--unroll-j={U_J}",
+            "--scalar-replacement={SCR}", "--vectorize={VEC}", "--opt={OPT}"]
+  metric: {regex: "time: *([0-9.eE+-]+)"}
+  timeout: 1200
 factors:
   - {name: T1_I, kind: ordinal, powers_of_two: [1, 256]}
   - {name: T1_J, kind: ordinal, powers_of_two: [1, 256]}

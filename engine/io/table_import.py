@@ -9,8 +9,12 @@ so importing it means guessing the search space from the columns themselves:
   (levels sorted, so the result does not depend on row order);
 * the objective column must be numeric text; an empty, ``NaN``, ``NA``, ``null`` or infinite
   value marks the row ``invalid`` (kept and counted), any other text is an error naming the row;
-* columns named ``status`` and ``error`` are honoured, not treated as factors, so a CSV written by
-  :func:`engine.io.export.study_to_csv` imports back unchanged.
+* columns named ``status`` and ``error`` are honoured, not treated as factors, and the columns saying how a
+  measurement was taken (``repeat``, ``host``, ``started_at`` ...: :data:`engine.study.PROVENANCE_COLUMNS`) are
+  dropped and reported, so a CSV written by :func:`engine.io.export.study_to_csv` imports back unchanged; a factor
+  named like another column of Tunelab's tables (``value``, ``n_repeats``) is refused;
+* a cell that a CSV export wrote with a ``'`` in front (:func:`spreadsheet_quoted`: text a spreadsheet would run
+  as a formula) has it taken off and keeps its blanks; every other cell is stripped of leading and trailing blanks.
 
 Everything is column-wise pandas: 23,120 Laplacian rows import in well under a second.
 
@@ -38,10 +42,8 @@ from engine.errors import UserError, brief
 from engine.io.jsonable import plain
 from engine.runners.status import STATUSES
 from engine.space.factors import Factor, Space, first_duplicate
-from engine.study import StudySpec
+from engine.study import PROVENANCE_COLUMNS, StudySpec, check_column_names
 
-#: Columns every imported table has after its factor columns.
-TABLE_COLUMNS = ("value", "status", "error")
 _MISSING_WORDS = {"", "na", "nan", "n/a", "null", "none"}
 _BOOL_WORDS = {"true": True, "false": False}
 #: Most bytes an import may hold, read or inflated from gzip: 4x the largest Kernel Tuner cache we know
@@ -51,6 +53,10 @@ MAX_IMPORT_BYTES = 64 * 2**20
 MAX_DEPTH = 32
 GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 2**20
+#: What a spreadsheet reads as the start of a formula (OWASP; a leading tab or CR is a blank, quoted as such).
+_FORMULA_START = frozenset("=+-@")
+#: A number a spreadsheet reads as one, sign included: ``-3``, ``+.5``, ``-1e-05``.
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 #: Unicode categories that break a line or are invisible controls.
 _CONTROL = frozenset({"Cc", "Zl", "Zp"})
 
@@ -193,11 +199,40 @@ def load_json(text: str, what: str) -> Any:
     return data
 
 
-def check_reserved(names: Iterable[str], what: str) -> None:
-    """Factor names must not collide with the value/status/error columns of a table."""
-    for name in names:
-        if name in TABLE_COLUMNS:
-            raise UserError(f"{what}: column '{name}' is reserved for the table's {name}; rename or ignore it")
+def spreadsheet_quoted(text: str) -> bool:
+    """Whether a CSV export writes ``text`` with a ``'`` in front, so that a spreadsheet shows it as text instead
+    of running it (OWASP's rule for CSV injection): text that starts with ``=``, ``+``, ``-`` or ``@`` and is not a
+    plain number (``-3`` and ``-1e-05`` stay numbers), text with a blank (a space, tab, CR, any Unicode blank)
+    first or last, since spreadsheets skip leading blanks and this importer strips them, and text whose leading
+    ``'`` marks are followed by such text. The last rule makes the quote exact both ways: the importer takes a ``'``
+    off only where the export would have put one (``'=1`` reads as ``=1``, ``'plain`` stays ``'plain``)."""
+    rest = text.lstrip("'")
+    return rest != rest.strip() or (rest[:1] in _FORMULA_START and not _PLAIN_NUMBER.fullmatch(rest))
+
+
+def unquote_cell(cell: str) -> str:
+    """``cell`` as read from a CSV export: the ``'`` that :func:`spreadsheet_quoted` text was written with taken off."""
+    return cell[1:] if cell[:1] == "'" and spreadsheet_quoted(cell[1:]) else cell
+
+
+def unquote_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A CSV export as pandas read it, with the quotes of its text cells and column names taken off."""
+    names = [unquote_cell(c) if isinstance(c, str) else c for c in frame.columns]
+    text = [c for c in range(frame.shape[1]) if frame.dtypes.iloc[c].kind == "O"]
+    frame = frame.set_axis(names, axis=1)
+    for c in text:
+        frame.isetitem(c, frame.iloc[:, c].map(lambda v: unquote_cell(v) if isinstance(v, str) else v))
+    return frame
+
+
+def _unquote_or_strip(cells: pd.Series) -> pd.Series:
+    """Cells of text read from a CSV: quoted ones unquoted (blanks kept), every other one stripped."""
+    stripped = cells.str.strip()
+    quoted = cells.str.startswith("'", na=False)
+    if not quoted.any():
+        return stripped
+    quoted[quoted] = cells[quoted].str[1:].map(spreadsheet_quoted)
+    return cells.str[1:].where(quoted, stripped)
 
 
 def summarise(table: pd.DataFrame, factors: list[str], direction: str) -> dict[str, Any]:
@@ -234,7 +269,7 @@ def _read_csv(source: Source, label: str) -> pd.DataFrame:
         raise UserError(f"table {label}: not valid CSV ({message})") from None
     except UnicodeDecodeError as exc:
         raise UserError(f"table {label}: not UTF-8 text (byte {exc.start})") from None
-    frame.columns = [str(c).strip() for c in frame.iloc[0]]
+    frame.columns = _unquote_or_strip(frame.iloc[0].astype(str)).tolist()
     frame = frame.iloc[1:].reset_index(drop=True)
     duplicated = frame.columns[frame.columns.duplicated()]
     if len(duplicated):
@@ -321,18 +356,19 @@ def import_table(
         raise UserError(
             f"table {label}: ignore column {brief(unknown[0])} not found; columns are: {listing(frame.columns)}"
         )
-    frame = frame.apply(lambda col: col.str.strip())
+    frame = frame.apply(_unquote_or_strip)
 
     values, has_value = _objective(frame[objective], objective, label)
     status, error = _statuses(frame, has_value, label)
     values = values.where(status == "ok")
 
-    candidates = [c for c in frame.columns if c not in {objective, "status", "error", *ignore}]
+    given = [c for c in frame.columns if c not in {objective, "status", "error", *ignore}]
+    provenance = [c for c in given if c in PROVENANCE_COLUMNS]
+    candidates = [c for c in given if c not in provenance]
     constant = [c for c in candidates if frame[c].nunique() <= 1]
     factor_names = [c for c in candidates if c not in constant]
     if not factor_names:
         raise UserError(f"table {label}: no factor columns (constant columns: {listing(constant) or 'none'})")
-    check_reserved(factor_names, f"table {label}")
 
     factors, columns = [], {}
     for column in factor_names:
@@ -353,6 +389,7 @@ def import_table(
         runner={"kind": "table", "source": label},
         description=f"Imported from {label}",
     )
+    check_column_names(spec, f"table {label}")
     report = summarise(table, factor_names, direction)
-    report.update(constant_columns_dropped=constant, ignored_columns=ignore)
+    report.update(constant_columns_dropped=constant, provenance_columns_dropped=provenance, ignored_columns=ignore)
     return ImportedTable(spec=spec, table=table, report=report)
