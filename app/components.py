@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
+from app.escape import code_md, escape_md
 from engine.errors import UserError
 from storage import Store, StoredStudy
 from workflows import StudySession
@@ -18,27 +19,26 @@ if TYPE_CHECKING:
 
 STUDY_KEY = "study"
 
-
 @contextmanager
 def guard() -> Iterator[None]:
-    """Show bad input as one ``st.error`` line instead of a traceback."""
+    """Show bad input as one ``st.error`` line instead of a traceback, escaped: the message echoes the input."""
     try:
         yield
     except UserError as exc:
-        st.error(str(exc))
+        st.error(escape_md(exc))
     except (ValueError, OSError) as exc:
-        st.error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        st.error(escape_md(str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
 
 
 def flash(message: str) -> None:
-    """Show ``message`` once after the next rerun (survives ``st.rerun``)."""
+    """Show ``message`` (Markdown, the user's parts escaped) once after the next rerun (survives ``st.rerun``)."""
     st.session_state["_flash"] = message
 
 
 def show_flash() -> None:
     message = st.session_state.pop("_flash", None)
     if message:
-        st.success(message)
+        st.success(message)  # markdown: made by flash(), whose callers escape what they did not write
 
 
 def remembered(names: Sequence[str], param: str, *fallbacks: Any) -> int:
@@ -86,8 +86,8 @@ def continue_from_decisions(session: StudySession, key: str) -> tuple[dict[str, 
     if not state.fixed and state.formula is None:
         return {}, None, state.step
     fixes = ", ".join(f"{k} = {v}" for k, v in state.fixed.items()) or "nothing"
-    use = st.checkbox(f"Step {state.step}: continue from the decisions log (fixed: {fixes}; model: "
-                      f"`{state.formula}`)", value=True, key=f"{key}_continue")
+    use = st.checkbox(f"Step {state.step}: continue from the decisions log (fixed: {escape_md(fixes)}; model: "
+                      f"{code_md(state.formula)})", value=True, key=f"{key}_continue")
     return (state.fixed, state.formula, state.step) if use else ({}, None, None)
 
 
@@ -120,4 +120,4 @@ def study_notes_editor(session: StudySession, key: str) -> None:
                 session.save_notes(text)
                 st.success("Notes saved.")
         if text.strip():
-            st.markdown(text)
+            st.markdown(text)  # markdown: the user's own notes, previewed as the Markdown they are

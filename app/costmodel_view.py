@@ -16,6 +16,7 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from app.components import flash, guard, show_flash
+from app.escape import code_md, escape_md
 from engine.errors import UserError
 from engine.surrogates.costmodel.evaluate import MODELS
 from engine.surrogates.costmodel.graph import TensorGraph
@@ -90,13 +91,15 @@ def _evaluate_form(store: Store, gnn: bool) -> None:
         submitted = st.form_submit_button("Evaluate", type="primary")
     if not submitted:
         return
-    status = st.status(f"Cross-validating {', '.join(models) or 'no model'} on {data.strip() or '?'}…", expanded=True)
+    status = st.status(f"Cross-validating {escape_md(', '.join(models) or 'no model')} on {escape_md(data.strip() or '?')}…",
+                       expanded=True)
     with guard():
         params = {"gnn": {"epochs": int(epochs), "hidden": int(hidden), "join": join}} if "gnn" in models else {}
         done = evaluate(store, data.strip(), models, folds=int(folds), seeds=_seeds(seeds), params=params,
-                        name=name.strip() or None, progress=status.write)
+                        name=name.strip() or None, progress=lambda line: status.write(escape_md(line)))
         st.session_state[PICK] = done.id
-        flash(f"Evaluation {done.id} stored: {len(done.result.table)} models on {data.strip()} in {done.seconds:.0f} s.")
+        flash(f"Evaluation {done.id:d} stored: {len(done.result.table)} models on {escape_md(data.strip())} in "
+              f"{done.seconds:.0f} s.")
         st.rerun()
     status.update(label="The evaluation stopped.", state="error")
 
@@ -134,13 +137,14 @@ def _evaluations(store: Store) -> None:
 def _evaluation(row: dict[str, Any], predictions: pd.DataFrame) -> None:
     summary, key = row["summary"], row["id"]
     seeds = [int(s) for s in summary.get("seeds", [])] or sorted(predictions["seed"].unique().tolist())
-    st.caption(f"{row['data']}: {summary.get('graphs')} graphs of {summary.get('programs')} programs ({row['task']} "
-               f"task), {summary.get('folds')} program-grouped folds × seeds {', '.join(map(str, seeds))}; fitted on "
-               f"{summary.get('cpu', 'an unknown CPU')}. Parameters: "
-               + (f"`{json.dumps(summary['params'])}`." if summary.get("params") else "the defaults."))
+    st.caption(escape_md(f"{row['data']}: {summary.get('graphs')} graphs of {summary.get('programs')} programs "
+                         f"({row['task']} task), {summary.get('folds')} program-grouped folds × seeds "
+                         f"{', '.join(map(str, seeds))}; fitted on {summary.get('cpu', 'an unknown CPU')}. Parameters: ")
+               + (f"{code_md(json.dumps(summary['params']))}." if summary.get("params") else "the defaults."))
     st.dataframe(models_table(summary), hide_index=True, width="stretch", key="cm_models",
                  column_config={column: st.column_config.NumberColumn(format=fmt) for column, fmt in FIGURES.items()})
-    st.caption(noise_line(summary.get("noise")) + " CPU s: seconds fitting and predicting, over every seed and fold.")
+    st.caption(escape_md(noise_line(summary.get("noise"))) + " CPU s: seconds fitting and predicting, over every seed "
+               "and fold.")
     models = [m["model"] for m in summary.get("models", [])] or list(dict.fromkeys(predictions["model"]))
     a, b = st.columns(2)
     model = a.selectbox("Model", models, key=f"cm_model_{key}")
@@ -216,8 +220,8 @@ def _training(store: Store, gnn: bool) -> None:
     with guard():
         done = train(store, data.strip(), name.strip(), params={"epochs": int(epochs), "hidden": int(hidden)},
                      on_epoch=lambda epoch, loss, metric: _epoch(bar, epoch, int(epochs), loss, metric))
-        flash(f"Cost model '{done.name}' trained on {done.graphs} graphs in {done.seconds / 60:.1f} CPU minutes; "
-              f"checkpoint in {done.folder}.")
+        flash(f"Cost model '{escape_md(done.name)}' trained on {done.graphs:,} graphs in {done.seconds / 60:.1f} CPU "
+              f"minutes; checkpoint in {escape_md(done.folder)}.")
         st.rerun()
 
 

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from app.components import flash, guard
+from app.escape import escape_md
 from engine.analysis import Decision
 from engine.analysis.display import readable_table
 from engine.space.factors import Space
@@ -51,17 +52,17 @@ def tuning_review(session: StudySession, actor: str) -> None:
     decision, step = waiting["decision"], waiting["step"]
     run = json.loads(waiting["run"])
     with st.container(border=True):
-        st.subheader(f"A {run['strategy']} tuning run waits for your decision (step {step})")
-        st.caption(f"Seed {run['seed']}, budget {run['budget']}. Answer here, then run the same `tunelab tune` "
+        st.subheader(f"A {escape_md(run['strategy'])} tuning run waits for your decision (step {step:d})")
+        st.caption(f"Seed {escape_md(run['seed'])}, budget {escape_md(run['budget'])}. Answer here, then run the same `tunelab tune` "
                    "command again: it resumes from this decision without measuring anything twice.")
         for line in decision.explanation:
-            st.markdown(f"- {line}")
+            st.markdown(f"- {escape_md(line)}")
         anova = decision.evidence.get("anova")
         if anova:
             st.dataframe(readable_table(pd.DataFrame(anova)), hide_index=True, width="stretch", key=f"tune_anova_{waiting['id']}")
         point = decision.evidence.get("predicted_best") or {}
         if point:
-            st.caption("Predicted best: " + ", ".join(f"{k} = {v}" for k, v in point.items()))
+            st.caption("Predicted best: " + escape_md(", ".join(f"{k} = {v}" for k, v in point.items())))
         key = f"tune_{waiting['id']}"
         space = session.spec.space
         chosen_fix = fix_editor(space, space.names, decision.proposed["fix"], point, key)
@@ -74,5 +75,5 @@ def tuning_review(session: StudySession, actor: str) -> None:
             return
         with guard():
             _, final = session.answer(action, actor, fix=chosen_fix, formula=formula, note=note or None)
-            flash(f"Step {step} {final.status}; run `tunelab tune` again to go on.")
+            flash(f"Step {step:d} {escape_md(final.status)}; run `tunelab tune` again to go on.")
             st.rerun()

@@ -19,6 +19,7 @@ from streamlit.delta_generator import DeltaGenerator
 
 from app.components import flash, guard, show_flash
 from app.difftune_simulator_view import ACCURACY_FORMAT
+from app.escape import code_md, escape_md
 from app.jobs import Job, get_job, start_job
 from engine.surrogates.difftune import sampling
 from engine.surrogates.difftune.learning_plots import changes_heatmap, search_curves_figure, table_changes, training_figure
@@ -60,7 +61,7 @@ def render(store: Store) -> None:
     _datasets(store)
     missing = learning_unavailable()
     if missing:
-        st.info(missing)
+        st.info(missing)  # markdown: the workflow's own sentence (learning_unavailable), with its commands in code
         return
     _surrogates(store)
     _experiments(store)
@@ -98,7 +99,7 @@ def _datasets(store: Store) -> None:
             done = simulate_dataset(store, arch=arch, samples=int(samples), source=source, name=name.strip() or None,
                                     workers=int(workers),
                                     progress=lambda n, wanted: _samples_done(bar, n, wanted))
-            flash(f"Data set '{done.name}': {done.samples_done:,} samples over {done.blocks:,} blocks "
+            flash(f"Data set '{escape_md(done.name)}': {done.samples_done:,} samples over {done.blocks:,} blocks "
                   f"({done.simulated:,} simulated now in {done.seconds:.0f} s).")
             st.rerun()
 
@@ -148,7 +149,7 @@ def _training_form(store: Store, names: list[str]) -> None:
     if submitted:
         running = get_job(key)
         if running is not None and running.running:
-            st.warning(f"A surrogate is training already ({running.label}).")
+            st.warning(f"A surrogate is training already ({escape_md(running.label)}).")
         else:
             settings = {"embedding": int(embedding), "hidden": int(hidden), "layers": int(layers), "batch": int(batch)}
             start_job(key, f"training on {data_name}",
@@ -158,7 +159,7 @@ def _training_form(store: Store, names: list[str]) -> None:
     if job is not None and (job.running or st.session_state.get(_TRAINING)):
         _training_live(key)
     elif job is not None and job.error:
-        st.error(f"Training failed: {job.error}")
+        st.error(f"Training failed: {escape_md(job.error)}")
 
 
 def _train(job: Job, store: Store, data_name: str, name: str | None, epochs: int, settings: dict[str, int]) -> Any:
@@ -199,7 +200,8 @@ def _training_live(key: str) -> None:
             done = job.result
             scores = ", ".join(f"{label} MAPE {value:.2%}" for label, value in
                                (("validation", done.val_mape), ("test", done.test_mape)) if value is not None)
-            flash(f"Surrogate '{done.name}' trained to epoch {done.epochs_done} on {done.samples:,} samples; {scores}.")
+            flash(f"Surrogate '{escape_md(done.name)}' trained to epoch {done.epochs_done:d} on {done.samples:,} samples; "
+                  f"{escape_md(scores)}.")
         st.rerun()
 
 
@@ -234,20 +236,21 @@ def _experiments(store: Store) -> None:
         epochs = f.number_input("Learning epochs (0: about 1,000 steps)", 0, 100_000, 0, key="dt_ex_epochs")
         submitted = st.form_submit_button("Run experiment", type="primary")
     if submitted and kind is not None and surrogate is not None:
-        status = st.status(f"Running the {kind} experiment with '{surrogate}'…", expanded=True)
+        status = st.status(f"Running the {escape_md(kind)} experiment with '{escape_md(surrogate)}'…", expanded=True)
         with guard():
             done = run(store, kind, surrogate, arch=None if arch == "default" else arch, measured=measured.strip() or None,
                        budget=int(budget) or None, strategies=tuple(parse_names(strategies)),
-                       learn_epochs=int(epochs) or None, progress=status.write)
+                       learn_epochs=int(epochs) or None, progress=lambda line: status.write(escape_md(line)))
             st.session_state["dt_ex_pick"] = done.id
-            flash(f"Experiment {done.id} ({done.kind}) stored: truth = {done.truth}; {done.seconds:.0f} s.")
+            flash(f"Experiment {done.id:d} ({escape_md(done.kind)}) stored: truth = {escape_md(done.truth)}; "
+                  f"{done.seconds:.0f} s.")
             st.rerun()
         status.update(label="The experiment stopped.", state="error")
     _calibration_form(store, surrogates)
     stored = stored_experiments(store)
     if stored.empty:
-        st.info("No experiment stored yet: run one above, or `tunelab difftune experiment recovery --surrogate "
-                f"{surrogates[-1]}`.")
+        st.info("No experiment stored yet: run one above, or "
+                f"{code_md(f'tunelab difftune experiment recovery --surrogate {surrogates[-1]}')}.")
         return
     labels = {int(r.id): f"{r.id}: {r.kind} with '{r.surrogate}', truth {r.summary['truth']} ({r.created_at:%Y-%m-%d %H:%M})"
               for r in stored.itertuples()}
@@ -283,7 +286,7 @@ def _calibration_form(store: Store, surrogates: list[str]) -> None:
                 names = [p.strip() for p in parameters.split(",") if p.strip()] or None
                 done = calibration_study(store, kind, surrogate, name=name.strip(), parameters=names,
                                          measured=measured.strip() or None, blocks=int(blocks))
-                st.success(f"Table study '{done.name}': {done.configurations:,} configurations, MAPE "
+                st.success(f"Table study '{escape_md(done.name)}': {done.configurations:,} configurations, MAPE "
                            f"{done.start_mape:.2%} at the start and {done.best_mape:.2%} at the grid's best. "
                            "Open it on the Compare page.")
 
@@ -291,10 +294,10 @@ def _calibration_form(store: Store, surrogates: list[str]) -> None:
 def _experiment(store: Store, row: dict[str, Any], predictions: pd.DataFrame) -> None:
     summary = row["summary"]
     blocks, settings = summary["blocks"], summary["settings"]
-    st.caption(f"Truth: {summary['truth']}; data set '{settings['dataset']}' ({summary['arch']}): "
-               f"{blocks['train']:,} training and {blocks['test']:,} test blocks; budget {settings['budget']:,} simulator "
-               f"calls, learning rate {settings['lr']}, seed {settings['seed']}. Every method is scored by the real "
-               "simulator on the test blocks.")
+    st.caption(escape_md(f"Truth: {summary['truth']}; data set '{settings['dataset']}' ({summary['arch']}): "
+                         f"{blocks['train']:,} training and {blocks['test']:,} test blocks; budget {settings['budget']:,} "
+                         f"simulator calls, learning rate {settings['lr']}, seed {settings['seed']}. Every method is "
+                         "scored by the real simulator on the test blocks."))
     accuracy = pd.DataFrame(summary["accuracy"]).sort_values("mape")
     left, right = st.columns([5, 3])
     left.dataframe(accuracy.style.format(ACCURACY_FORMAT), hide_index=True, width="stretch", key="dt_ex_accuracy")
@@ -327,8 +330,8 @@ def _table_changes(store: Store, row: dict[str, Any]) -> None:
     changes = table_changes(learned, start)
     moved = (f"below, the {changes['key'].nunique()} opcodes whose fields moved most (colour: learnt − compared; hover "
              "for both values)." if len(changes) else "no opcode row moved.")
-    st.caption(f"{method} against {label}: dispatch width {start.dispatch_width} → {learned.dispatch_width}, ROB "
-               f"{start.rob_size} → {learned.rob_size}; {moved}")
+    st.caption(escape_md(f"{method} against {label}: dispatch width {start.dispatch_width} → {learned.dispatch_width}, "
+                         f"ROB {start.rob_size} → {learned.rob_size}; {moved}"))
     st.plotly_chart(changes_heatmap(changes), width="stretch", key="dt_ex_heatmap")
     stored_name = row["summary"]["tables"][method]
     c, d = st.columns(2)

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from app.components import guard
+from app.escape import code_md, escape_md
 from engine.surrogates.difftune.metrics import accuracy_table
 from engine.surrogates.difftune.plots import error_histogram, scatter_figure, timeline_figure
 from storage import Store
@@ -21,7 +22,8 @@ ACCURACY_FORMAT = {"mape": "{:.2%}", "median_ape": "{:.2%}", "within_5pct": "{:.
 def render(store: Store) -> None:
     cpu_id, host = this_cpu(store)
     known = cpus(store).set_index("cpu_id")
-    st.caption(f"This CPU: **{cpu_id}** ({known.loc[cpu_id, 'model_name']}), nearest llvm-mca model `-mcpu={host}`.")
+    st.caption(f"This CPU: **{escape_md(cpu_id)}** ({escape_md(known.loc[cpu_id, 'model_name'])}), nearest llvm-mca "
+               f"model {code_md(f'-mcpu={host}')}.")
     _one_block(store, host)
     _evaluation(store, cpu_id, host)
 
@@ -55,10 +57,10 @@ def _one_block(store: Store, host: str) -> None:
     cols = st.columns(len(view.predictions))
     for col, (name, cycles) in zip(cols, view.predictions.items()):
         col.metric(name, f"{cycles:,.1f}", help="cycles per 100 iterations")
-    st.caption(f"{len(view.instructions)} instructions; {view.category}.")
+    st.caption(f"{len(view.instructions)} instructions; {escape_md(view.category)}.")
     st.dataframe(view.instructions, hide_index=True, width="stretch", key="dt_instructions")
     if view.timeline.empty:
-        st.warning(f"The {arch} table has no row for some opcode of this block: no timeline.")
+        st.warning(f"The {escape_md(arch)} table has no row for some opcode of this block: no timeline.")
     else:
         st.subheader("Timeline (first 3 iterations)")
         st.plotly_chart(timeline_figure(view.timeline), width="stretch", key="dt_timeline")

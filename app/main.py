@@ -12,13 +12,14 @@ import os
 import streamlit as st
 
 from app.cli.serve import ALLOW_REMOTE, is_loopback
+from app.escape import escape_md
 from app.navigation import pages
 from app.orientation import ABOUT
 
 st.set_page_config(page_title="Tunelab", page_icon=":material/tune:", layout="wide", menu_items={"About": ABOUT})
 address = st.get_option("server.address")
 if not is_loopback(address) and os.environ.get(ALLOW_REMOTE) != "1":
-    st.error(f"server.address {address or '(unset: every interface)'}: this dashboard serves its database to "
+    st.error(f"server.address {escape_md(address or '(unset: every interface)')}: this dashboard serves its database to "
              f"whoever can reach it. Start it with `tunelab serve` (127.0.0.1), pass `--server.address 127.0.0.1`, "
              f"or set {ALLOW_REMOTE}=1 if exposing it is intended.")
     st.stop()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from app.escape import escape_md
 from storage import Store, StoreError
 
 
@@ -30,5 +31,5 @@ def get_store() -> Store:
     try:
         return _open(db_path())
     except StoreError as exc:
-        st.error(str(exc))
+        st.error(escape_md(exc))
         st.stop()

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
+from app.escape import escape_md
 from engine.strategies import form_fields
 
 _N = TypeVar("_N", int, float)
@@ -28,7 +29,7 @@ def option_widgets(strategy: str, key: str, suggested: Mapping[str, Any] | None 
     values: dict[str, Any] = {}
     fields = [{**f, "default": (suggested or {}).get(f["name"], f["default"])} for f in form_fields(strategy)]
     if not fields:
-        st.caption(f"{strategy} has no options.")
+        st.caption(f"{escape_md(strategy)} has no options.")
         return values
     columns = st.columns(3)
     for i, field in enumerate(fields):

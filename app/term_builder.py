@@ -10,6 +10,7 @@ from itertools import combinations
 
 import streamlit as st
 
+from app.escape import code_md, escape_md
 from engine.errors import UserError
 from engine.model.choice import KINDS, TermChoice, default_choice, from_formula, to_formula
 from engine.space.factors import Space
@@ -56,10 +57,10 @@ def term_builder(space: Space, key: str, initial: str | None = None, response: s
     header = st.columns([2, 1, 1, 1, 1])
     header[0].markdown("**factor**")
     for column, kind in zip(header[1:], KINDS):
-        column.markdown(f"**{kind}**")
+        column.markdown(f"**{escape_md(kind)}**")
     for f in space.factors:
         row = st.columns([2, 1, 1, 1, 1])
-        row[0].markdown(f"`{f.name}`")
+        row[0].markdown(code_md(f.name))
         for column, kind in zip(row[1:], KINDS):
             allowed = kind == "linear" or f.name in numeric
             on = column.checkbox(
@@ -89,7 +90,7 @@ def term_builder(space: Space, key: str, initial: str | None = None, response: s
         st.caption("Quadratic, cubic and inverse terms need numeric factors (categorical and boolean ones are linear only).")
     if error := st.session_state.get(f"{key}_error"):
         # said once, here; what follows keeps the last formula that parsed, as the checkboxes show it
-        st.error(f"{error} — the model below stays the last valid one.")
+        st.error(f"{escape_md(error)} — the model below stays the last valid one.")
         return to_formula(updated, response)
     formula: str = st.session_state[text_key]
     return formula

@@ -16,6 +16,7 @@ from app.components import (
 )
 from app.decision_widgets import fix_editor, next_model_input, tuning_review
 from app.effect_summary import effect_summary_panel
+from app.escape import escape_md
 from app.model_views import explore_panel, profiler_panel
 from app.state import get_store
 from app.term_builder import term_builder
@@ -73,7 +74,7 @@ def decisions_log() -> None:
         if st.button("Withdraw last decision", key="withdraw_decision",
                      help="It stays in the log, marked withdrawn; the study goes back to the step before it."):
             with guard():
-                flash(f"Decision {session.withdraw_last_decision()} withdrawn.")
+                flash(f"Decision {session.withdraw_last_decision():d} withdrawn.")
                 st.rerun()
 
 
@@ -81,7 +82,7 @@ STEP_HINT = ("Build this step's design on the **Design** page and measure it on 
              "to analyse everything.")
 if len(data) < 2:
     if fixed:
-        st.info(f"Step {step}: {len(data)} measurement(s) agree with the fixed factors. {STEP_HINT}")
+        st.info(f"Step {step:d}: {len(data)} measurement(s) agree with the fixed factors. {STEP_HINT}")
     else:
         st.info(f"{len(data)} successful measurement(s) here: measure a design first (Design → Run), "
                 "or pick other measurements.")
@@ -114,7 +115,7 @@ with guard():
     result = analyze(data, formula, transform=transform, anova_type=anova_type, candidates=candidates)
 if result is None:
     if fixed:
-        st.info(f"Step {step}: {len(data)} measurement(s) agree with the fixed factors. {STEP_HINT}")
+        st.info(f"Step {step:d}: {len(data)} measurement(s) agree with the fixed factors. {STEP_HINT}")
     decisions_log()
     st.stop()
 
@@ -126,7 +127,7 @@ cols[2].metric("Adjusted R²", f"{summary.adj_r_squared:.3f}")
 cols[3].metric("Residual df", summary.df_residual)
 cols[4].metric("Transform", result.model.transform_.short_label, help=f"Response transform: {summary.transform}")
 for line in summary.warnings:
-    st.warning(line, icon=":material/warning:")
+    st.warning(escape_md(line), icon=":material/warning:")
 
 
 def _colour(p: float) -> str:
@@ -146,7 +147,7 @@ def _colour(p: float) -> str:
 anova_table = result.anova
 effect_summary_panel(result.model, anova_table, spec.space, builder)
 
-st.subheader(f"ANOVA (Type {'I' * anova_type})")
+st.subheader(f"ANOVA (Type {escape_md('I' * anova_type)})")
 st.caption("Each row tests one term. Small p (green, with stars) means the term explains the response beyond "
            "noise; `***` p < 0.001, `**` < 0.01, `*` < 0.05, `.` < 0.1.")
 colours = [_colour(p) for p in anova_table["Pr(>F)"]]
@@ -197,13 +198,13 @@ with guard():
     decision = propose_decision(result.model, threshold, candidates=candidates, anova_type=anova_type)
 if decision is not None:
     for line in decision.explanation:
-        st.markdown(f"- {line}")
+        st.markdown(f"- {escape_md(line)}")
     best = decision.evidence["predicted_best"]
-    st.caption(predicted_best_text(best["point"], best["predicted"], spec.objective,
-                                   undetermined_factors(spec.space.names, result.model.variables_, fixed)))
+    st.caption(escape_md(predicted_best_text(best["point"], best["predicted"], spec.objective,
+                                             undetermined_factors(spec.space.names, result.model.variables_, fixed))))
     warning = nonpositive_warning(best["predicted"], data[spec.objective], spec.objective)
     if warning:
-        st.warning(warning)
+        st.warning(escape_md(warning))
     proposed_fix = decision.proposed["fix"]
     # widgets are keyed by the proposal, so a new proposal (after a model change) resets them
     version = abs(hash((result.model.formula, tuple(sorted(map(str, proposed_fix.items()))))))
@@ -215,7 +216,7 @@ if decision is not None:
         with guard():
             final = decision.settle(actor, fix=chosen_fix, formula=next_formula, note=note or None)
             session.record_decision(final, step, analysis=result)
-            flash(f"Decision {final.status}: fixed {decision_fix_text(final.chosen)}.")
+            flash(f"Decision {escape_md(final.status)}: fixed {escape_md(decision_fix_text(final.chosen))}.")
             st.rerun()
     if reject.button("Reject", key="reject_decision"):
         with guard():

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from app.components import STUDY_KEY, flash, guard, remembered, show_flash
+from app.escape import escape_md
 from app.jobs import Job, get_job, start_job
 from app.state import get_store
 from app.strategy_options import option_widgets
@@ -117,10 +118,10 @@ def live() -> None:
         st.session_state["_cmp_was_running"] = True
     elif st.session_state.pop("_cmp_was_running", False):
         if job.error:
-            flash(f"Comparison failed: {job.error}")
+            flash(f"Comparison failed: {escape_md(job.error)}")
         else:
             st.session_state["cmp_open"] = job.result
-            flash(f"Comparison saved (id {job.result}).")
+            flash(f"Comparison saved (id {escape_md(job.result)}).")
         st.rerun()  # the whole page, so the new comparison replaces the one shown before
 
 
@@ -128,7 +129,7 @@ job = get_job(job_key)
 if job is not None and (job.running or st.session_state.get("_cmp_was_running")):
     live()
 elif job is not None and job.error:
-    st.error(job.error)
+    st.error(escape_md(job.error))
 
 with st.expander("Import a peer run (Kernel Tuner's and Optuna's strategies: `python bench/peers.py --out FILE`)"), \
         st.form("cmp_peers"):
@@ -161,8 +162,8 @@ shown = with_paper(summary) if paper else summary
 headers = {column: header(column) for column in shown.columns}  # words on screen, snake_case in the data
 st.dataframe(shown.style.format(precision=3, na_rep=""), hide_index=True, width="stretch", key="cmp_table",
              column_config={column: st.column_config.Column(label, help=tip) for column, (label, tip) in headers.items()})
-st.caption(f"{record['params']['reps']} repetitions, budget {record['params']['budget']}, seed "
-           f"{record['params']['seed']}. Slowdown = the returned configuration's value ÷ the table's optimum.")
+st.caption(f"{escape_md(record['params']['reps'])} repetitions, budget {escape_md(record['params']['budget'])}, seed "
+           f"{escape_md(record['params']['seed'])}. Slowdown = the returned configuration's value ÷ the table's optimum.")
 
 runs = record["runs"]
 colours = strategy_colours(comparison.strategies)  # one colour per strategy, the same in every figure

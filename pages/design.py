@@ -3,6 +3,7 @@
 import streamlit as st
 
 from app.components import continue_from_decisions, flash, guard, show_flash, study_candidates, study_picker
+from app.escape import escape_md
 from app.state import get_store
 from app.term_builder import term_builder
 from engine.analysis.study_data import restrict
@@ -50,7 +51,7 @@ st.caption(f"Candidates: {len(candidates):,} valid configurations"
 types = {t.name: t for t in design_types()}
 kind = st.selectbox("Design type", list(types), index=list(types).index("dopt"),
                     format_func=lambda name: types[name].label, key="design_kind")
-st.caption(types[kind].summary)
+st.caption(escape_md(types[kind].summary))
 
 params: dict = {}
 formula = None
@@ -73,10 +74,10 @@ if kind == "dopt":
         runs = st.number_input("Runs", min_value=1, max_value=100_000, value=int(suggested or max(2 * (k or 1), 2)),
                                key=f"design_runs_{rule}_{suggested}", disabled=rule != "custom")
         if k is not None:
-            st.caption(f"{k} coefficients (intercept included).")
+            st.caption(f"{k:d} coefficients (intercept included).")
             if runs < k:
-                st.warning(f"Runs = {runs} (above) is fewer than this model's {k} coefficients: a design that "
-                           f"size cannot estimate it; ask for at least {k}.")
+                st.warning(f"Runs = {runs:d} (above) is fewer than this model's {k:d} coefficients: a design that "
+                           f"size cannot estimate it; ask for at least {k:d}.")
         repeats = st.number_input("Random starts", 1, 50, 5, key="design_repeats")
         criterion = st.radio("Criterion", ["D", "A", "I"], horizontal=True, key="design_criterion")
         seed = st.number_input("Seed", 0, 2**31 - 1, 0, key="design_seed")
@@ -122,19 +123,19 @@ if st.button("Build design", type="primary", key="design_build"):
 
 built_settings, result = st.session_state.get("design_result", (None, None))
 if result is not None and built_settings[0] == study.id and built_settings != settings:
-    st.info(f"The {result.runs}-run design built earlier used other settings, so it is not shown. Press "
+    st.info(f"The {result.runs:d}-run design built earlier used other settings, so it is not shown. Press "
             "**Build design** for a design of the settings above (or set them back to see it).")
 elif result is not None and built_settings == settings:
-    st.subheader(f"{types[kind].label}: {result.runs} runs ({result.seconds:.2f} s)")
+    st.subheader(f"{escape_md(types[kind].label)}: {result.runs:d} runs ({result.seconds:.2f} s)")
     if result.criteria:
         cols = st.columns(len(result.criteria))
         for col, (name, value) in zip(cols, result.criteria.items()):
             col.metric(name, f"{value:.4g}", help=CRITERIA_HELP.get(name))
         for name in result.criteria:
-            st.caption(f"**{name}** — {CRITERIA_HELP.get(name, '')}")
+            st.caption(f"**{escape_md(name)}** — {escape_md(CRITERIA_HELP.get(name, ''))}")
     facts = {k: v for k, v in result.info.items() if isinstance(v, (int, float, str)) and k != "candidate_source"}
     if facts:
-        st.caption(" · ".join(f"{k}: {v}" for k, v in facts.items()))
+        st.caption(escape_md(" · ".join(f"{k}: {v}" for k, v in facts.items())))
     forced = set(result.forced)
     flags = [r in forced for r in result.rows] if result.rows is not None else [False] * result.runs
     shown = result.design.assign(already_measured=flags)
@@ -150,7 +151,7 @@ elif result is not None and built_settings == settings:
                                           params=params, criteria=result.criteria, forced=flags, step=step)
             pending = result.runs - sum(flags)
             st.session_state.pop("design_result", None)
-            flash(f"Saved design {design_id}: {pending} configurations to measure (Run page).")
+            flash(f"Saved design {design_id:d}: {pending:d} configurations to measure (Run page).")
             st.rerun()
 
 designs = store.designs(study.name)

@@ -5,6 +5,7 @@ import io
 import streamlit as st
 
 from app.components import guard, show_flash, study_notes_editor, study_picker
+from app.escape import code_md, escape_md
 from app.state import get_store
 from engine.io.best import FORMATS, best_filename, export_best
 from engine.io.export import safe_filename
@@ -41,8 +42,9 @@ else:
     if best is not None:
         warning = session.implausible_best(best)
         if warning:
-            st.warning(warning)
-        st.caption(f"Model: `{model['formula']}` (transform {model['transform']}); 95% prediction interval shown "
+            st.warning(escape_md(warning))
+        st.caption(f"Model: {code_md(model['formula'])} (transform {escape_md(model['transform'])}); 95% prediction "
+                   "interval shown "
                    "in the files.")
 
 if best is not None:
@@ -61,7 +63,7 @@ if best is not None:
         if folder and st.button("Save", key="export_save"):
             with guard():  # never onto the database, a device or through a symlink; replacing is said
                 written = session.write_best(best, fmt, folder)
-                st.success(f"Wrote {written.path}" + (" (replaced the existing file)" if written.replaced else ""))
+                st.success(f"Wrote {escape_md(written.path)}" + (" (replaced the existing file)" if written.replaced else ""))
 
 st.subheader("Report and raw data")
 study_notes_editor(session, key="export")

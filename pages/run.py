@@ -5,6 +5,7 @@ import plotly.express as px
 import streamlit as st
 
 from app.components import guard, show_flash, study_picker
+from app.escape import code_md, escape_md
 from app.jobs import Job, get_job, start_job
 from app.state import get_store
 from engine.analysis import plots
@@ -44,7 +45,7 @@ scheduler = left.text_input("Dask scheduler", placeholder="tcp://127.0.0.1:8786 
                             key="run_scheduler") if executor_name == "dask" else None
 repeats = right.number_input("Repeats per configuration", min_value=1, max_value=100,
                              value=int(spec.runner.get("repeats", 1)), key="run_repeats")
-right.caption(f"Runner: `{spec.runner.get('kind')}`. Repeats already stored count: a configuration "
+right.caption(f"Runner: {code_md(spec.runner.get('kind'))}. Repeats already stored count: a configuration "
               "measured 3 times and asked for 5 gets 2 more.")
 
 
@@ -82,7 +83,7 @@ def refresh_once_finished(job: Job) -> None:
 def show(job: Job) -> None:
     progress = job.progress
     if job.running and (progress is None or not progress.total):
-        st.progress(0.0, text=f"Starting {job.label}: preparing the runner and the executor; results follow…")
+        st.progress(0.0, text=f"Starting {escape_md(job.label)}: preparing the runner and the executor; results follow…")
     if progress is not None and progress.total:
         eta = job.eta_seconds(progress.fraction) if job.running else None
         text = f"{progress.completed}/{progress.total} configurations"
@@ -96,16 +97,16 @@ def show(job: Job) -> None:
             job.cancel()
             st.warning("Cancelling: measurements already running will still be stored.")
     elif job.error:
-        st.error(job.error)
+        st.error(escape_md(job.error))
     elif progress is not None:
         state = "Cancelled" if progress.cancelled else "Done"
-        st.success(f"{state}: {progress.results} results stored ({progress.ok} ok, {progress.not_ok} failed) "
+        st.success(f"{escape_md(state)}: {progress.results:,} results stored ({progress.ok:,} ok, {progress.not_ok:,} failed) "
                    f"in {progress.elapsed_s:.1f} s.")
     if job.rows:
         rows = pd.DataFrame(job.rows)
         failed = rows[rows["status"] != "ok"]
         if len(failed):
-            st.error(f"{len(failed)} failed measurement(s); first error: {failed['error'].iloc[0]}")
+            st.error(f"{len(failed)} failed measurement(s); first error: {escape_md(failed['error'].iloc[0])}")
         a, b = st.columns([3, 2])
         a.dataframe(rows.iloc[::-1], hide_index=True, width="stretch", height=320, key="run_results")
         ok = rows[rows["status"] == "ok"].reset_index(drop=True)

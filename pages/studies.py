@@ -1,11 +1,6 @@
 """Studies: list, create from a template or spec file, import measured tables, delete."""
 
 import io
-import shutil
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import replace
 from importlib.metadata import PackageNotFoundError, metadata
 from pathlib import Path
 
@@ -13,13 +8,13 @@ import pandas as pd
 import streamlit as st
 
 from app.components import flash, guard, show_flash
+from app.escape import escape_md
 from app.orientation import start_here
 from app.state import get_store
-from engine.io.ktcache import import_kt_cache
 from engine.io.paths import REPO_ROOT
-from engine.io.spec import TEMPLATES, parse_spec
-from engine.io.table_import import import_table
+from engine.io.spec import TEMPLATES
 from workflows.demo import LAPLACIAN_STUDY, MATMUL_STUDY, TOY_STUDY
+from workflows.session import create_from_spec, import_measured
 
 store = get_store()
 st.title("Studies")
@@ -43,21 +38,8 @@ def _guide() -> tuple[str, str]:
 where, guide = _guide()
 if guide:
     with st.expander("The guide: README.md (every page, the CLI, study specs)", icon=":material/menu_book:"):
-        st.caption(f"From {where}.")
-        st.markdown(guide.split("\n", 1)[1] if guide.startswith("# ") else guide)  # its title is the app's name
-
-
-@contextmanager
-def _upload_to_file(upload) -> Iterator[Path]:
-    """Uploaded bytes in a private temporary file that keeps the original suffix (.csv.gz, .json.gz…),
-    deleted when the block ends: every rerun with a file in the uploader used to leave a copy behind."""
-    folder = Path(tempfile.mkdtemp(prefix="tunelab-upload-"))
-    try:
-        path = folder / Path(upload.name).name
-        path.write_bytes(upload.getvalue())
-        yield path
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        st.caption(f"From {escape_md(where)}.")
+        st.markdown(guide.split("\n", 1)[1] if guide.startswith("# ") else guide)  # markdown: the README, the app's guide
 
 
 def _csv_columns(upload) -> list[str]:
@@ -81,7 +63,7 @@ else:
     st.dataframe(shown, hide_index=True, width="stretch", key="study_list")
     demos = [name for name in (TOY_STUDY, MATMUL_STUDY, LAPLACIAN_STUDY) if name in set(studies["name"])]
     if demos:
-        st.caption(f"Demo studies, in the list above: {', '.join(demos)}. Every page opens the study picked in "
+        st.caption(f"Demo studies, in the list above: {escape_md(', '.join(demos))}. Every page opens the study picked in "
                    "its Study box; the toy problem already holds a measured screening design to analyse.")
 
 new_tab, table_tab, kt_tab, delete_tab = st.tabs(
@@ -96,22 +78,20 @@ with new_tab:
         name = st.text_input("Study name", value="", placeholder="leave empty to keep the spec's name", key="new_name")
         if st.button("Create study", type="primary", key="create_from_template"):
             with guard():
-                spec = parse_spec(text, "yaml", satisfiable=True)
-                if name.strip():
-                    spec = replace(spec, name=name.strip())
-                store.create_study(spec)
-                st.session_state["study"] = spec.name
-                flash(f"Created study '{spec.name}' ({spec.space.size:,} configurations before constraints).")
+                study = create_from_spec(store, text, "yaml", name=name)
+                st.session_state["study"] = study.name
+                flash(f"Created study '{escape_md(study.name)}' ({study.spec.space.size:,} configurations before "
+                      "constraints).")
                 st.rerun()
     else:
         upload = st.file_uploader("Spec file", type=["yaml", "yml", "toml"], key="spec_upload")
         if upload is not None and st.button("Create study from file", type="primary", key="create_from_file"):
             with guard():
                 fmt = "toml" if upload.name.lower().endswith(".toml") else "yaml"
-                spec = parse_spec(upload.getvalue().decode("utf-8", errors="replace"), fmt, satisfiable=True)
-                store.create_study(spec)
-                st.session_state["study"] = spec.name
-                flash(f"Created study '{spec.name}' from {upload.name}.")
+                study = create_from_spec(store, upload.getvalue().decode("utf-8", errors="replace"), fmt,
+                                         filename=upload.name)
+                st.session_state["study"] = study.name
+                flash(f"Created study '{escape_md(study.name)}' from {escape_md(upload.name)}.")
                 st.rerun()
 
 with table_tab:
@@ -125,11 +105,10 @@ with table_tab:
             direction = st.radio("Better is", ["minimize", "maximize"], horizontal=True, key="table_direction")
             name = st.text_input("Study name", value=Path(upload.name).name.split(".")[0], key="table_name")
             if st.button("Import table", type="primary", key="import_table"):
-                with _upload_to_file(upload) as path:
-                    imported = import_table(path, objective=objective, direction=direction, name=name)
-                store.create_study(imported.spec, imported.table)
+                imported = import_measured(store, upload, "table", objective=objective, direction=direction,
+                                           name=name)
                 st.session_state["study"] = imported.spec.name
-                flash(f"Imported '{imported.spec.name}': {_report_line(imported.report)}.")
+                flash(f"Imported '{escape_md(imported.spec.name)}': {escape_md(_report_line(imported.report))}.")
                 st.rerun()
 
 with kt_tab:
@@ -139,11 +118,9 @@ with kt_tab:
         name = st.text_input("Study name", value=Path(upload.name).name.split(".")[0], key="kt_name")
         if st.button("Import cache", type="primary", key="import_kt"):
             with guard():
-                with _upload_to_file(upload) as path:
-                    imported = import_kt_cache(path, name=name)
-                store.create_study(imported.spec, imported.table)
+                imported = import_measured(store, upload, "kt-cache", name=name)
                 st.session_state["study"] = imported.spec.name
-                flash(f"Imported '{imported.spec.name}': {_report_line(imported.report)}.")
+                flash(f"Imported '{escape_md(imported.spec.name)}': {escape_md(_report_line(imported.report))}.")
                 st.rerun()
 
 with delete_tab:
@@ -153,10 +130,10 @@ with delete_tab:
         target = st.selectbox("Study to delete", studies["name"].tolist(), key="delete_target")
         row = studies.set_index("name").loc[target]
         confirm = st.checkbox(
-            f"Yes, delete '{target}' with its {int(row['measurements']):,} measurements and "
+            f"Yes, delete '{escape_md(target)}' with its {int(row['measurements']):,} measurements and "
             f"{int(row['table_rows']):,} table rows", key="delete_confirm")
         if st.button("Delete study", disabled=not confirm, key="delete_study"):
             with guard():
                 store.delete_study(target)
-                flash(f"Deleted study '{target}'.")
+                flash(f"Deleted study '{escape_md(target)}'.")
                 st.rerun()

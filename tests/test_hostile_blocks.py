@@ -133,7 +133,7 @@ def test_a_harness_that_never_answers_is_killed_with_its_group(tmp_path):
     fake.chmod(0o755)
     before = {p.name for p in Path("/proc").iterdir() if p.name.isdigit()}
     with pytest.raises(RuntimeError, match="no answer within"):
-        m.run_harness([m.Job("4801c0", 1, 1)], cpu=m.default_cpu(), timeout_s=0.01, binary=fake)
+        m.run_harness([m.Job("4801c0", 1, 1)], cpu=m.default_cpu(), timeout_s=0.01, binary=fake, grace_s=0.0)
     for _ in range(100):  # SIGKILL lands asynchronously: give the kernel a moment
         sleepers = [p.name for p in Path("/proc").iterdir() if p.name.isdigit() and p.name not in before
                     and _cmdline(p) == "sleep 600"]

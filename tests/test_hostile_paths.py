@@ -246,3 +246,70 @@ def test_the_export_page_refuses_a_symlinked_folder_and_says_when_it_replaces(db
     at.button(key="export_save").click().run()
     assert not at.error and "replaced the existing file" in at.success[-1].value
     assert len(list(real.iterdir())) == 1
+
+
+# -- the Studies page's uploads: read from memory, refusals name the user's file --------------------------
+KT_CACHE = json.dumps({"tune_params_keys": ["bx"], "tune_params": {"bx": [16, 32]}, "objective": "time", "cache": {
+    "16": {"bx": 16, "time": 1.5}, "32": {"bx": 32, "time": 1.2}}})
+#: 300 bytes of UTF-8 (150 characters): a file name Windows and macOS allow, more than Linux allows (255 bytes).
+LONG = "é" * 150
+UPLOADERS = {"table_upload": ("A table (CSV)", "import_table"), "kt_upload": ("A Kernel Tuner cache", "import_kt"),
+             "spec_upload": ("A spec file (YAML or TOML)", "create_from_file")}
+
+
+def studies_page_with_upload(db: Path, monkeypatch: pytest.MonkeyPatch, key: str, filename: str, data: bytes):
+    """The Studies page with ``filename`` (holding ``data``) in the uploader ``key``, its button pressed. AppTest
+    cannot upload, so the uploader hands over a named in-memory file, which is what Streamlit's UploadedFile is."""
+    import io
+
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    class Upload(io.BytesIO):
+        name = ""
+
+    def uploader(label: str, *args: object, key: str | None = None, **kwargs: object) -> Upload | None:
+        if key != wanted:
+            return None
+        upload = Upload(data)
+        upload.name = filename
+        return upload
+
+    wanted = key
+    monkeypatch.setattr(st, "file_uploader", uploader)
+    monkeypatch.setenv("TUNELAB_DB", str(db))
+    at = AppTest.from_file(str(REPO_ROOT / "pages" / "studies.py"), default_timeout=60).run()
+    tab, button = UPLOADERS[key]
+    if key == "spec_upload":
+        at.radio(key="new_source").set_value(tab).run()
+    elif key == "table_upload":
+        at.text_input(key="table_name").input("uploaded").run()
+    else:
+        at.text_input(key="kt_name").input("uploaded").run()
+    at.button(key=button).click().run()
+    assert not at.exception
+    return at
+
+
+@pytest.mark.parametrize(("key", "filename", "data"), [
+    ("table_upload", f"{LONG}.csv", b"bx,time\n16,1.5\n32,1.2\n"),
+    ("kt_upload", f"{LONG}.json", KT_CACHE.encode()),
+])
+def test_an_upload_with_a_long_name_imports_without_a_temporary_copy(db_path, monkeypatch, key, filename, data):
+    """The page used to copy an upload to /tmp/tunelab-upload-…/<its name>: a name over 255 bytes failed there,
+    in an error naming that temporary path."""
+    at = studies_page_with_upload(db_path, monkeypatch, key, filename, data)
+    assert not at.error and at.success[0].value.startswith("Imported 'uploaded'"), [e.value for e in at.error]
+    assert at.session_state["study"] == "uploaded"
+
+
+@pytest.mark.parametrize(("key", "filename", "data", "needle"), [
+    ("table_upload", "my table.csv", b"bx,time\n16,fast\n32,1.2\n", "'fast' is not a number"),
+    ("kt_upload", "my cache.json", b"[1, 2]", "expected a JSON object"),
+    ("spec_upload", "my spec.yaml", b"name: [unclosed\n", "malformed YAML"),
+    ("spec_upload", "my spec.toml", b"name = \n", "malformed TOML"),
+])
+def test_a_refused_upload_is_named_as_the_user_named_it(db_path, monkeypatch, key, filename, data, needle):
+    at = studies_page_with_upload(db_path, monkeypatch, key, filename, data)
+    assert len(at.error) == 1 and filename in at.error[0].value and needle in at.error[0].value, at.error
+    assert "/tmp" not in at.error[0].value and "tunelab-upload" not in at.error[0].value

@@ -123,6 +123,56 @@ def test_a_killed_campaign_leaves_no_process_and_resumes_without_loss_or_duplica
     assert (kept["measurement_id_before"] == kept["measurement_id_after"]).all()  # re-measured: 0
 
 
+# a benchmark program that holds the 5th configuration's second repeat (the 10th call) for a kill
+HOLD = """
+import sys, time
+from pathlib import Path
+a, b, calls, held = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4])
+with calls.open("a") as log:
+    log.write(f"{a} {b}\\n")
+if len(calls.read_text().splitlines()) == 10 and not held.exists():
+    held.write_text("first repeat done, second one running")
+    time.sleep(1000)
+print("time:", a * 10 + b)
+"""
+
+
+def test_a_tune_killed_between_two_repeats_resumes_to_full_repeats_and_says_what_it_measured(tmp_path, db_path, mark):
+    script, calls, held = tmp_path / "hold.py", tmp_path / "calls.log", tmp_path / "held"
+    script.write_text(HOLD)
+    runner = {"kind": "command", "command": [PY, str(script), "{a}", "{b}", str(calls), str(held)],
+              "metric": {"regex": r"time: (\S+)"}, "repeats": 2}
+    with Store(db_path) as store:
+        store.create_study(StudySpec("cmd", SPACE, objective="time", runner=runner))
+    tune = ("tune", "--study", "cmd", "--strategy", "RS", "--budget", "8", "--seed", "3")
+    proc = subprocess.Popen([TUNELAB, "--db", str(db_path), *tune], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, MARK: mark}, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not held.exists():
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline, "the 5th configuration's second repeat never started"
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)  # tune's whole group; the held command dies with it (its own group)
+    proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGKILL
+    assert leftovers(mark) == []
+
+    with Store(db_path) as store:
+        before = store.measurements("cmd")
+    assert 0 < len(before) < 16
+    text = run_cli(*tune, db=db_path, check=True).stdout  # the same command again
+    with Store(db_path) as store:
+        after = store.measurements("cmd")
+    assert not after.duplicated(subset=["a", "b", "repeat"]).any()  # duplicated: 0
+    repeats = after.groupby(["a", "b"])["repeat"].apply(sorted)
+    assert len(repeats) == 8 and all(r == [0, 1] for r in repeats) and (after["status"] == "ok").all()
+    kept = before.merge(after, on=["a", "b", "repeat"], suffixes=("_before", "_after"))
+    assert len(kept) == len(before) and (kept["measurement_id_before"] == kept["measurement_id_after"]).all()
+    assert len(calls.read_text().splitlines()) == 10 + 16 - len(before)  # re-measured: 0
+    assert (f"budget used 8 of 8 configurations (16 measurements: {16 - len(before)} new, "
+            f"{len(before)} stored before") in text, text
+
+
 def test_a_worker_killed_with_kill_9_takes_its_measured_command_with_it(mark):
     holder = ("import sys; from engine.runners.process import run_process; "
               "run_process([sys.executable, '-c', 'import time; time.sleep(1000)'], timeout=None)")

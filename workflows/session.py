@@ -9,7 +9,7 @@ and CLI commands call one method per action, so both do the same thing for the s
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,9 +26,12 @@ from engine.analysis.study_data import (
 )
 from engine.errors import UserError, brief
 from engine.execution import Campaign, Progress, review, stored_repeats
-from engine.execution.tuning import TuningResult, candidates_for, stored_results, tune
+from engine.execution.tuning import TuningResult, candidates_for, tune
 from engine.io.best import BestConfig, best_filename, best_measured, best_predicted, export_best
 from engine.io.export import export_target, safe_filename, study_to_csv, study_to_json, write_export
+from engine.io.ktcache import import_kt_cache
+from engine.io.spec import parse_spec
+from engine.io.table_import import ImportedTable, Source, import_table, source_name
 from engine.runners.base import MeasureResult, Runner
 from engine.study import StudySpec
 from storage import Store, StoredStudy, database_files
@@ -166,7 +169,8 @@ class StudySession:
              auto: bool = False, echo: Echo | None = None) -> Tuned:
         """Run a strategy with the study's runner until its budget is spent or it waits for a person;
         every measurement and decision is stored as it comes. Run again to resume: what is stored
-        answers the replay without measuring twice, and the decisions taken since apply in order."""
+        answers the replay without measuring twice, a configuration stored with only some of its
+        repeats gets the rest, and the decisions taken since apply in order."""
         from engine.strategies import Domain, make_strategy, options_of
 
         options = dict(options or {})
@@ -194,9 +198,8 @@ class StudySession:
                 store.log_decision(study, **review.log_entry(run_id, proposal, step))
             return answer
 
-        stored = stored_results(store.measurements(self.name), self.spec.space.names)
-        result = tune(searcher, Campaign(self.runner(), space=self.spec.space), record, log, stored=stored,
-                      review=ask_person)
+        result = tune(searcher, Campaign(self.runner(), space=self.spec.space), record, log,
+                      stored=store.measurements(self.name), review=ask_person)
         return Tuned(searcher.name, searcher.step, result, searcher.pending_decision)
 
     def notes(self) -> str:
@@ -335,4 +338,32 @@ def decision_fix_text(chosen: Mapping[str, Any] | None) -> str:
     """``a = 1, b = 2`` for the factors a decision fixes, or 'nothing'."""
     fix = (chosen or {}).get("fix") or {}
     return ", ".join(f"{k} = {v}" for k, v in fix.items()) or "nothing"
+
+
+def import_measured(store: Store, source: Source, kind: str, *, name: str | None = None, objective: str = "",
+                    direction: str = "minimize") -> ImportedTable:
+    """Store a measured table (``kind="table"``, ``objective`` naming its column) or a Kernel Tuner cache
+    (``"kt-cache"``) as a new table study, for the Studies page and ``tunelab import`` alike. ``source`` is a path
+    or a named file object: an upload is read from memory, not copied to a temporary file whose path a refusal
+    would name instead of the user's file (or that a name too long for this file system would fail to create)."""
+    if kind == "table":
+        imported = import_table(source, objective=objective, direction=direction, name=name)
+    elif kind == "kt-cache":
+        imported = import_kt_cache(source, name=name, direction=direction)
+    else:
+        raise UserError(f"import kind {brief(kind)}: use 'table' or 'kt-cache'")
+    store.create_study(imported.spec, imported.table)
+    return imported
+
+
+def create_from_spec(store: Store, text: str, fmt: str, *, name: str = "", filename: str = "") -> StoredStudy:
+    """A new study from spec text in ``fmt`` (a template edited on the Studies page, an uploaded file), renamed
+    ``name`` when one is given. A refusal names the uploaded file, as ``tunelab study create --spec`` names its."""
+    try:
+        spec = parse_spec(text, fmt, satisfiable=True)
+    except UserError as exc:
+        if not filename:
+            raise
+        raise UserError(f"{source_name(filename)}: {exc}") from None
+    return store.create_study(replace(spec, name=name.strip()) if name.strip() else spec)
 

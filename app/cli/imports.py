@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import TYPE_CHECKING
 
 from app.cli._common import add_json, open_store
 from app.cli._output import emit
-
-if TYPE_CHECKING:
-    from engine.io.table_import import ImportedTable
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,38 +22,27 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     direction.add_argument("--maximize", dest="direction", action="store_const", const="maximize")
     p.add_argument("--name", help="study name (default: the file name)")
     add_json(p)
-    p.set_defaults(func=_table, direction="minimize")
+    p.set_defaults(func=_import, direction="minimize")
 
     p = kinds.add_parser("kt-cache", help="a Kernel Tuner cache file (.json or .json.gz)")
     p.add_argument("file")
     p.add_argument("--name", help="study name (default: the file name)")
     add_json(p)
-    p.set_defaults(func=_kt_cache)
+    p.set_defaults(func=_import, objective="", direction="minimize")
 
 
-def _store_import(args: argparse.Namespace, imported: ImportedTable, started: float) -> int:
+def _import(args: argparse.Namespace) -> int:
+    from workflows.session import import_measured
+
+    started = time.perf_counter()
     with open_store(args) as store:
-        study = store.create_study(imported.spec, imported.table)
-    report = {"study": study.name, **imported.report, "seconds": round(time.perf_counter() - started, 3)}
+        imported = import_measured(store, args.file, args.kind, name=args.name, objective=args.objective,
+                                   direction=args.direction)
+    report = {"study": imported.spec.name, **imported.report, "seconds": round(time.perf_counter() - started, 3)}
     text = (
-        f"imported '{study.name}': {report['rows']:,} rows, {report['valid_rows']:,} valid, "
+        f"imported '{imported.spec.name}': {report['rows']:,} rows, {report['valid_rows']:,} valid, "
         f"{report['invalid_rows']:,} invalid, {report.get('failed_rows', 0):,} failed; "
         f"optimum {report['optimum']:.7g} at {report['optimum_config']}"
     )
     emit(report, args.json, text)
     return 0
-
-
-def _table(args: argparse.Namespace) -> int:
-    from engine.io.table_import import import_table
-
-    started = time.perf_counter()
-    imported = import_table(args.file, objective=args.objective, direction=args.direction, name=args.name)
-    return _store_import(args, imported, started)
-
-
-def _kt_cache(args: argparse.Namespace) -> int:
-    from engine.io.ktcache import import_kt_cache
-
-    started = time.perf_counter()
-    return _store_import(args, import_kt_cache(args.file, name=args.name), started)

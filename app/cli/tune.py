@@ -2,18 +2,26 @@
 
     tunelab tune --study NAME --strategy DLMT --budget 60 --auto [--json]
 
-Prints the best configuration, its value and the budget used. DLMT's decisions are logged to the
-store. ``--auto`` accepts each one; without it the run stops at each step's proposal, which a person
-accepts, edits or rejects on the Analyze page or with ``tunelab decide``; the same ``tunelab tune``
-command then resumes the run (engine.execution.review).
+Prints the best configuration, its value, the budget used (in configurations) and the measurements
+behind them: those taken now and those found stored. Running the same command again resumes a run
+that was killed: nothing stored is measured again, and a configuration stored with only some of its
+repeats gets the rest.
+
+DLMT's decisions are logged to the store. ``--auto`` accepts each one; without it the run stops at
+each step's proposal, which a person accepts, edits or rejects on the Analyze page or with
+``tunelab decide``; the same ``tunelab tune`` command then resumes the run (engine.execution.review).
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from app.cli._common import MAX_COUNT, MAX_SEED, add_json, bounded, open_store
 from app.cli._output import emit
+
+if TYPE_CHECKING:
+    from workflows.session import Tuned
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -50,16 +58,26 @@ def run(args: argparse.Namespace) -> int:
     data = {"study": args.study, "strategy": tuned.strategy, "objective": objective, **result.to_dict()}
     if waiting is not None:
         data["pending"] = {"step": tuned.step, "proposed": waiting.proposed, "explanation": list(waiting.explanation)}
+    used = f"{result.used} of {args.budget} configurations ({_measured(tuned)})"
     if result.best is None:
-        text = f"{tuned.strategy} on '{args.study}': no successful measurement in {result.used} of {args.budget}"
+        text = f"{tuned.strategy} on '{args.study}': no successful measurement in {used}"
     else:
         config = ", ".join(f"{k}={v}" for k, v in result.best["config"].items())
         text = (f"best {objective} = {result.best['value']:.6g} at {config}\n"
-                f"budget used {result.used} of {args.budget} ({result.measurements} measurements stored, "
-                f"{result.decisions} decisions logged)")
+                f"budget used {used}, {result.decisions} decisions logged")
     if waiting is not None:
         text += (f"\nstep {tuned.step} waits for your decision:\n" + "\n".join(f"  - {line}" for line in waiting.explanation)
                  + f"\naccept, edit or reject it on the Analyze page or with `tunelab decide --study \"{args.study}\" "
                  "accept|edit|reject`, then run this command again to go on")
     emit(data, args.json, text)
     return 0
+
+
+def _measured(tuned: Tuned) -> str:
+    """The measurements behind the budget used: taken now, found stored, configurations completed."""
+    result = tuned.result
+    text = (f"{result.measurements + result.reused} measurements: {result.measurements} new, "
+            f"{result.reused} stored before")
+    if result.completed:
+        text += f"; {result.completed} partly measured configuration{'s' if result.completed > 1 else ''} completed"
+    return text

@@ -4,20 +4,25 @@ The runner comes from the study spec (:func:`engine.runners.runner_from_spec`) a
 through :class:`engine.execution.Campaign`, so a tuning run measures exactly as a design campaign
 does. Each result is handed to ``record(config, result, strategy_name, step)`` the moment it
 arrives (the CLI commits it to the store); each decision a strategy makes (DLMT's steps) goes to
-``on_decision``. Repeats of one configuration are told to the strategy as their mean. Results
-stored before answer the strategy without measuring again, which is how a paused run resumes.
+``on_decision``. Repeats of one configuration are told to the strategy as their mean.
+
+Resume uses the campaign's own mechanism (``done``, :func:`engine.execution.campaign.stored_repeats`):
+a configuration stored with all its repeats answers the strategy without measuring again, one
+stored with only some of them (a run killed between two commits) gets the missing repeats, numbered
+on from those stored, and is told with all of them.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pandas as pd
 
+from engine.execution.campaign import stored_repeats
 from engine.io.jsonable import plain
 from engine.runners.base import MeasureResult
 from engine.strategies.base import Strategy
@@ -47,15 +52,21 @@ class Outcome(Protocol):
 class Measures(Protocol):
     """What :func:`tune` needs of a campaign (:class:`engine.execution.campaign.Campaign`)."""
 
-    def run(self, configs: pd.DataFrame, on_result: OnResult) -> object: ...
+    def run(self, configs: pd.DataFrame, on_result: OnResult, *, done: Mapping[str, int] | None = None) -> object: ...
 
 
 @dataclass(frozen=True)
 class TuningResult:
+    """What a run did. ``used`` counts configurations (the budget's unit); ``measurements`` the
+    repeats this run measured and committed, ``reused`` the stored repeats that answered it without
+    measuring, ``completed`` the configurations it found partly measured and completed."""
+
     best: dict[str, Any] | None
     used: int
     budget: int
     measurements: int
+    reused: int
+    completed: int
     decisions: int
     finished: bool
     waiting: bool
@@ -67,6 +78,8 @@ class TuningResult:
             "budget_used": self.used,
             "budget": self.budget,
             "measurements": self.measurements,
+            "measurements_reused": self.reused,
+            "configurations_completed": self.completed,
             "decisions": self.decisions,
             "finished": self.finished,
             "waiting_for_decision": self.waiting,
@@ -79,19 +92,20 @@ def tune(
     record: Record | None = None,
     on_decision: Callable[[Decision, int], None] | None = None,
     *,
-    stored: Mapping[Key, Sequence[Outcome]] | None = None,
+    stored: pd.DataFrame | None = None,
     review: Callable[[Decision, int], Decision | None] | None = None,
 ) -> TuningResult:
     """Run ``strategy`` to its end (or to a decision it waits for) with ``campaign``'s runner.
 
-    ``stored`` maps configurations (value tuples in factor order) to results measured before: they
-    answer the strategy without measuring again (a replayed run retraces its steps for free).
-    ``review(proposal, step)`` answers a strategy that waits for a person: the taken decision, or
-    None to stop here (engine.execution.review keeps those in the decisions log)."""
-    measurements = 0
-    logged = 0
+    ``stored`` is the study's measurements (``Store.measurements``): what they hold answers the
+    strategy, and only the missing repeats are measured (a replayed run retraces its steps for free,
+    a killed one completes the configuration it was committing). ``review(proposal, step)`` answers
+    a strategy that waits for a person: the taken decision, or None to stop here
+    (engine.execution.review keeps those in the decisions log)."""
+    measurements = reused = completed = logged = 0
     names = strategy.domain.names
-    stored = stored or {}
+    answers = _stored_results(stored, names)
+    done = stored_repeats(strategy.domain.space, stored) if stored is not None else {}
     while not strategy.finished:
         configs = strategy.ask()
         if configs.empty:
@@ -102,11 +116,14 @@ def tune(
             strategy.resolve(answer)
             continue
         keys = [tuple(plain(v) for v in row) for row in configs.itertuples(index=False)]
-        results: dict[Key, list[Outcome]] = {key: list(stored[key]) for key in keys if key in stored}
-        fresh = configs[[key not in results for key in keys]]
-        if not fresh.empty:
-            campaign.run(fresh, _collector(results, names, strategy, record))
-            measurements += sum(len(results.get(key, [])) for key in set(keys) if key not in stored)
+        results: dict[Key, list[Outcome]] = {key: list(answers[key]) for key in keys if key in answers}
+        fresh: dict[Key, list[Outcome]] = {}
+        campaign.run(configs, _collector(fresh, names, strategy, record), done=done)
+        measurements += sum(map(len, fresh.values()))
+        reused += sum(map(len, results.values()))
+        completed += sum(key in results for key in fresh)
+        for key, got in fresh.items():
+            results.setdefault(key, []).extend(got)
         values: list[float | None] = []
         statuses: list[str] = []
         for key in keys:
@@ -124,8 +141,8 @@ def tune(
             if on_decision is not None:
                 on_decision(decision, int(decision.evidence.get("step") or strategy.step))
         logged = len(decisions)
-    return TuningResult(strategy.best, strategy.used, strategy.budget, measurements, logged, strategy.finished,
-                        strategy.pending_decision is not None)
+    return TuningResult(strategy.best, strategy.used, strategy.budget, measurements, reused, completed, logged,
+                        strategy.finished, strategy.pending_decision is not None)
 
 
 def _collector(results: dict[Key, list[Outcome]], names: list[str], strategy: Strategy,
@@ -148,10 +165,10 @@ class StoredResult:
     status: str
 
 
-def stored_results(measurements: pd.DataFrame, names: list[str]) -> dict[Key, list[StoredResult]]:
-    """A study's stored measurements (``Store.measurements``) keyed like :func:`tune`'s ``stored``."""
+def _stored_results(measurements: pd.DataFrame | None, names: list[str]) -> dict[Key, list[StoredResult]]:
+    """A study's stored repeats (``Store.measurements``) by configuration, keyed as :func:`tune` asks."""
     out: dict[Key, list[StoredResult]] = {}
-    if measurements.empty:
+    if measurements is None or measurements.empty:
         return out
     for row in measurements[[*names, "value", "status"]].itertuples(index=False):
         value = None if pd.isna(row[-2]) else float(row[-2])

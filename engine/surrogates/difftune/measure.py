@@ -255,11 +255,13 @@ class Job:
     repeats: int
 
 
-def run_harness(jobs: Sequence[Job], *, cpu: int, timeout_s: float, binary: Path | None = None) -> list[dict[str, Any]]:
+def run_harness(jobs: Sequence[Job], *, cpu: int, timeout_s: float, binary: Path | None = None,
+                grace_s: float = 10.0) -> list[dict[str, Any]]:
     """The harness's JSON record for each job, in order, the harness pinned to ``cpu``.
 
-    The harness runs in a process group of its own, killed whole when it is late or interrupted; its
-    sandboxed children die with it (and cannot fork), so nothing a block started outlives the call.
+    The harness runs in a process group of its own, killed whole when it is late (each job's timeout plus
+    2 s, plus ``grace_s`` to start) or interrupted; its sandboxed children die with it (and cannot fork),
+    so nothing a block started outlives the call.
     """
     if not jobs:
         return []
@@ -267,7 +269,7 @@ def run_harness(jobs: Sequence[Job], *, cpu: int, timeout_s: float, binary: Path
     lines = "".join(f"{job.block} {job.unroll} {job.repeats}\n" for job in jobs)
     process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, start_new_session=True)
-    wait_s = len(jobs) * (timeout_s + 2.0) + 10.0
+    wait_s = len(jobs) * (timeout_s + 2.0) + grace_s
     try:
         stdout, stderr = process.communicate(lines, timeout=wait_s)
     except BaseException as exc:  # late, or interrupted: nothing of the group may outlive the call
