@@ -310,64 +310,40 @@ static void limit(int resource, rlim_t value) {
     if (setrlimit(resource, &r) != 0) die_setup();
 }
 
-/* The seccomp program, built as a list of rules "allow system call NR when these arguments match";
- * a listed call with other arguments, and any call not listed, traps (SIGSYS: reported, not run). */
-struct filter {
-    struct sock_filter ins[96];
-    int n;
-    int to_trap[48];   /* jumps whose false branch goes to the final trap */
-    int n_to_trap;
-};
-
-static void put(struct filter *f, struct sock_filter ins) { f->ins[f->n++] = ins; }
-
-static void load(struct filter *f, uint32_t offset) { put(f, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offset)); }
-
-/* The accumulator must equal `value`, else trap. */
-static void require(struct filter *f, uint32_t value) {
-    f->to_trap[f->n_to_trap++] = f->n;
-    put(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, value, 0, 0));
-}
-
-/* Allow system call `nr` when argument i equals values[i] for each i in `args` (64 bits compared). */
-static void allow(struct filter *f, uint32_t nr, int n_args, const int *args, const uint64_t *values) {
-    load(f, offsetof(struct seccomp_data, nr));
-    put(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, (uint8_t)(4 * n_args + 1)));
-    for (int i = 0; i < n_args; i++) {
-        uint32_t lo = offsetof(struct seccomp_data, args) + 8 * (uint32_t)args[i];
-        load(f, lo);
-        require(f, (uint32_t)values[i]);
-        load(f, lo + 4);
-        require(f, (uint32_t)(values[i] >> 32));
-    }
-    put(f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
-}
+/* The seccomp program: exit, rt_sigreturn, getrusage, write to the result pipe, and the fault handler's
+ * mmap of the shared page (read-write, never executable, never replacing a mapping); any other call
+ * traps (SIGSYS: reported, not run), another ABI kills.  Short on purpose: installing a filter costs
+ * the kernel time per instruction, and every job's child installs it. */
+#define LD(field) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, field))
+#define LD_ARG(i) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args) + 8 * (i)) /* low half */
+#define IF(value, yes, no) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (value), (yes), (no))
+#define RET(action) BPF_STMT(BPF_RET | BPF_K, (action))
 
 static void install_filter(void) {
-    struct filter f = {.n = 0, .n_to_trap = 0};
-    load(&f, offsetof(struct seccomp_data, arch));
-    put(&f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0));
-    put(&f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
-    load(&f, offsetof(struct seccomp_data, nr));
-    put(&f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000U, 0, 1));   /* the x32 ABI */
-    put(&f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
-    allow(&f, SYS_exit_group, 0, NULL, NULL);
-    allow(&f, SYS_exit, 0, NULL, NULL);
-    allow(&f, SYS_rt_sigreturn, 0, NULL, NULL);
-    static const int write_args[] = {0};
-    static const uint64_t write_values[] = {RESULT_FD};
-    allow(&f, SYS_write, 1, write_args, write_values);
-    static const int usage_args[] = {0};
-    static const uint64_t usage_values[] = {RUSAGE_SELF};
-    allow(&f, SYS_getrusage, 1, usage_args, usage_values);
-    /* the fault handler's mmap of the shared page; any address, never executable */
-    static const int map_args[] = {1, 2, 3, 4, 5};
-    static const uint64_t map_values[] = {PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, MEMFD_FD, 0};
-    allow(&f, SYS_mmap, 5, map_args, map_values);
-    int trap = f.n;
-    put(&f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP));
-    for (int i = 0; i < f.n_to_trap; i++) f.ins[f.to_trap[i]].jf = (uint8_t)(trap - f.to_trap[i] - 1);
-    struct sock_fprog prog = {(unsigned short)f.n, f.ins};
+    struct sock_filter code[] = {
+        /* 0 */ LD(arch),
+        /* 1 */ IF(AUDIT_ARCH_X86_64, 0, 18),                                 /* -> 20 kill */
+        /* 2 */ LD(nr),
+        /* 3 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000U, 16, 0),    /* x32 -> 20 kill */
+        /* 4 */ IF(SYS_exit_group, 13, 0),                                   /* -> 18 allow */
+        /* 5 */ IF(SYS_exit, 12, 0),
+        /* 6 */ IF(SYS_rt_sigreturn, 11, 0),
+        /* 7 */ IF(SYS_getrusage, 10, 0),
+        /* 8 */ IF(SYS_write, 0, 2),                                         /* -> 11 */
+        /* 9 */ LD_ARG(0),
+        /* 10 */ IF(RESULT_FD, 7, 8),                                        /* fd: an int, its low half */
+        /* 11 */ IF(SYS_mmap, 0, 7),                                         /* -> 19 trap */
+        /* 12 */ LD_ARG(2),
+        /* 13 */ IF(PROT_READ | PROT_WRITE, 0, 5),                           /* prot: only these bits count */
+        /* 14 */ LD_ARG(3),
+        /* 15 */ IF(MAP_SHARED | MAP_FIXED_NOREPLACE, 0, 3),
+        /* 16 */ LD_ARG(4),
+        /* 17 */ IF(MEMFD_FD, 0, 1),
+        /* 18 */ RET(SECCOMP_RET_ALLOW),
+        /* 19 */ RET(SECCOMP_RET_TRAP),
+        /* 20 */ RET(SECCOMP_RET_KILL_PROCESS),
+    };
+    struct sock_fprog prog = {(unsigned short)(sizeof code / sizeof code[0]), code};
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die_setup();
     /* SPEC_ALLOW: kernels before 5.16 would otherwise turn on speculative-store-bypass mitigations for a
      * seccomp'd task, and time every block with them (nothing in the child is secret) */
