@@ -12,7 +12,7 @@ from engine.errors import UserError
 from engine.surrogates.difftune import greedy
 from engine.surrogates.difftune.calibration import Parameter, blocks_by_key, with_values
 from engine.surrogates.difftune.decode import Block
-from engine.surrogates.difftune.params import N_SLOTS, OpParams, ParamTable
+from engine.surrogates.difftune.params import BOUNDS, N_SLOTS, OpParams, ParamTable
 from engine.surrogates.difftune.sampling import sample_table
 from engine.surrogates.difftune.simulate import simulate
 from tests.helpers.difftune_tiny import MODEL, tiny_blocks
@@ -112,3 +112,10 @@ def test_bad_input_is_one_line_naming_the_field(blocks: list[Block], truth_table
         with pytest.raises(UserError) as caught:
             greedy.greedy_search(*args)
         assert str(caught.value).startswith(f"{field}:") and "\n" not in str(caught.value)
+
+
+def test_candidates_stay_within_the_table_bounds() -> None:
+    """Doubling a 9,000-cycle latency would pass the table's 10,000 bound and make a table the simulator refuses."""
+    assert max(greedy.candidates(Parameter("latency", "X"), 9000)) <= BOUNDS["latency"][1]
+    assert max(greedy.candidates(Parameter("dispatch_width"), 64)) <= BOUNDS["dispatch_width"][1]
+    assert min(greedy.candidates(Parameter("uops", "X"), 1)) >= 1

@@ -12,8 +12,8 @@ torch = pytest.importorskip("torch")
 
 from engine.errors import UserError
 from engine.surrogates.difftune.decode import Block
-from engine.surrogates.difftune.learn import LearnConfig, block_keys, learn_table, random_start
-from engine.surrogates.difftune.params import OpParams, ParamTable
+from engine.surrogates.difftune.learn import LearnConfig, _extract, block_keys, learn_table, random_start
+from engine.surrogates.difftune.params import BOUNDS, N_SLOTS, OpParams, ParamTable
 from engine.surrogates.difftune.simulate import simulate
 from engine.surrogates.difftune.surrogate import Surrogate
 from engine.surrogates.difftune.train import train
@@ -93,3 +93,17 @@ def test_bad_inputs_are_refused_in_one_line(blocks: list[Block], surrogate: Surr
         learn_table(surrogate, blocks, np.zeros(len(blocks)), start)
     with pytest.raises(UserError, match="epochs: must be a positive integer, got 0"):
         LearnConfig(epochs=0)
+
+
+def test_a_diverged_value_is_extracted_at_its_bound() -> None:
+    """A learning run that diverged (huge, infinite or NaN entries) still yields a table the simulator accepts."""
+    keys = ["ADD64rr", "IMUL64rr"]
+    n_res = len(MODEL.resources)
+    theta = np.zeros((len(keys), n_res + N_SLOTS + 2))
+    theta[0, n_res + N_SLOTS + 1] = 1e12  # latency
+    theta[1, n_res + N_SLOTS] = np.nan  # µops
+    theta[1, 0] = -np.inf  # a unit's cycles
+    table = _extract(theta, np.array([1e9, np.nan]), keys, MODEL)
+    assert table.rows[keys[0]].latency == BOUNDS["latency"][1] and table.rows[keys[1]].uops == 1
+    assert dict(table.rows[keys[1]].port_cycles).get(MODEL.resources[0]) == BOUNDS["port_cycles"][1]
+    assert (table.dispatch_width, table.rob_size) == (BOUNDS["dispatch_width"][1], BOUNDS["rob_size"][0])

@@ -53,3 +53,5 @@ def test_bad_specs_and_factors_are_clear(tmp_path: Path) -> None:
     failed = runner.measure({"mcpu": "haswell"})[0]
     assert failed.status == "invalid" and "not a simulator option" in failed.error
     assert runner.measure({"rob_size": 0})[0].status == "invalid"
+    beyond = runner.measure({"dispatch": 65})[0]  # past the table's bounds: a configuration, not a failure
+    assert beyond.status == "invalid" and "1..64" in beyond.error

@@ -66,6 +66,8 @@ class SimulatorRunner(Runner):
 
     def table_for(self, config: Mapping[str, Any]) -> ParamTable:
         """The runner's table with the configuration's globals."""
+        from engine.surrogates.difftune.params import BOUNDS
+
         changes = {"dispatch_width": self.table.dispatch_width, "rob_size": self.table.rob_size}
         for name, value in config.items():
             if name not in FACTORS:
@@ -76,6 +78,9 @@ class SimulatorRunner(Runner):
                 raise MeasureError("invalid", f"factor '{name}': {value!r} is not an integer") from None
             if number < 1 or number != float(value):
                 raise MeasureError("invalid", f"factor '{name}': {value!r} must be a positive integer")
+            low, high = BOUNDS[FACTORS[name]]
+            if not low <= number <= high:
+                raise MeasureError("invalid", f"factor '{name}': {value!r} is outside {low}..{high}, the table's bounds")
             changes[FACTORS[name]] = number
         return replace(self.table, dispatch_width=changes["dispatch_width"], rob_size=changes["rob_size"])
 

@@ -28,7 +28,7 @@ from engine.strategies.registry import make_strategy
 from engine.study import StudySpec
 from engine.surrogates.difftune import sampling
 from engine.surrogates.difftune.decode import Block
-from engine.surrogates.difftune.params import OpParams, ParamTable
+from engine.surrogates.difftune.params import BOUNDS, OpParams, ParamTable
 from engine.surrogates.difftune.search_result import SearchResult, ape, check_budget, check_problem, curve
 from engine.surrogates.difftune.simulate import simulate
 
@@ -44,6 +44,8 @@ GRID: dict[str, tuple[int, ...]] = {
 }
 #: Smallest value a field may take in a table the simulator runs.
 FLOOR = {"dispatch_width": 1, "rob_size": 1, "latency": 0, "uops": 1, "port": 0}
+#: Largest: the parameter table's own bounds (a search past them would make a table the simulator refuses).
+CEILING = {field: BOUNDS["port_cycles" if field == "port" else field][1] for field in FLOOR}
 #: Largest grid :func:`calibration_table` evaluates (each point simulates every block).
 MAX_GRID = 5_000
 OBJECTIVE = "mape"

@@ -7,7 +7,8 @@ blocks first (the seed orders keys found in equally many), with its latency, µo
 unit or group its start row uses (``port:KEY:RESOURCE``; 0 removes it, a later pass may bring it back).
 
 Candidates for a value v: §3's range of its field (``calibration.GRID``) and v ± 1, v ± 2, v // 2, 2v, so a
-value outside the range (a 20-cycle divide) still moves; each at least its field's floor, nearest to v first.
+value outside the range (a 20-cycle divide) still moves; each within its field's floor and ceiling (the table's
+bounds), nearest to v first.
 Every candidate of a parameter is tried and the best kept only when it lowers the training MAPE, so the MAPE
 never rises. A row change re-simulates only the blocks holding that key (what makes a pass affordable), a
 global change every block. Passes repeat until one improves nothing, the MAPE is 0, or the next candidate
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from engine.surrogates.difftune.calibration import FLOOR, GLOBALS, GRID, Parameter, blocks_by_key, value, with_values
+from engine.surrogates.difftune.calibration import CEILING, FLOOR, GLOBALS, GRID, Parameter, blocks_by_key, value, with_values
 from engine.surrogates.difftune.decode import Block
 from engine.surrogates.difftune.params import ParamTable
 from engine.surrogates.difftune.search_result import SearchResult, ape, check_budget, check_problem, curve
@@ -33,7 +34,7 @@ TOLERANCE = 1e-12
 def candidates(p: Parameter, current: int) -> list[int]:
     """Values to try for ``p`` at ``current``, nearest first (ties: the smaller value)."""
     moves = (current - 2, current - 1, current + 1, current + 2, current // 2, 2 * current)
-    pool = {v for v in (*GRID[p.field], *moves) if v >= FLOOR[p.field] and v != current}
+    pool = {v for v in (*GRID[p.field], *moves) if FLOOR[p.field] <= v <= CEILING[p.field] and v != current}
     return sorted(pool, key=lambda v: (abs(v - current), v))
 
 

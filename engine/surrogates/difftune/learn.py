@@ -32,7 +32,7 @@ import pandas as pd
 from engine.errors import UserError, brief
 from engine.surrogates._torch import torch
 from engine.surrogates.difftune.decode import Block
-from engine.surrogates.difftune.params import N_SLOTS, OpParams, ParamTable
+from engine.surrogates.difftune.params import BOUNDS, N_SLOTS, OpParams, ParamTable
 from engine.surrogates.difftune.sampling import sample_table
 from engine.surrogates.difftune.surrogate import Surrogate, param_matrix, table_globals
 from engine.surrogates.difftune.train import mape
@@ -83,11 +83,20 @@ def _check_model(surrogate: Surrogate, start: ParamTable) -> None:
                         f"{brief(surrogate.featuriser.resources)} (start from a table of the data set's arch)")
 
 
+def _bounded(values: np.ndarray, fields: Sequence[str]) -> np.ndarray:
+    """Round, abs (§5), then each column into its field's :data:`BOUNDS` (a diverged value, NaN included, lands on
+    a bound instead of making a table the simulator refuses)."""
+    low, high = (np.array([BOUNDS[f][i] for f in fields], dtype=float) for i in (0, 1))
+    rounded = np.nan_to_num(np.abs(np.round(values)), nan=0.0, posinf=np.inf)
+    bounded: np.ndarray = np.clip(rounded, low, high).astype(int)
+    return bounded
+
+
 def _extract(theta: np.ndarray, widths: np.ndarray, keys: Sequence[str], start: ParamTable) -> ParamTable:
-    """Round, abs, int (§5); µops ≥ 1; group columns and rows of other keys as in ``start``."""
-    values = np.abs(np.round(theta)).astype(int)
-    unit_names = [u for u, _ in start.units]
+    """Round, abs, int (§5), within the table's bounds; µops ≥ 1; group columns and rows of other keys as in ``start``."""
     n_res = len(start.resources)
+    values = _bounded(theta, ["port_cycles"] * n_res + ["read_advance"] * N_SLOTS + ["uops", "latency"])
+    unit_names = [u for u, _ in start.units]
     rows = dict(start.rows)
     for k, key in enumerate(keys):
         old = start.rows.get(key)
@@ -96,7 +105,7 @@ def _extract(theta: np.ndarray, widths: np.ndarray, keys: Sequence[str], start: 
         rows[key] = OpParams(uops=max(int(values[k, n_res + N_SLOTS]), 1), latency=int(values[k, n_res + N_SLOTS + 1]),
                              read_advance=tuple(int(v) for v in values[k, n_res:n_res + N_SLOTS]),
                              port_cycles=tuple(sorted(units + groups)))
-    width, rob = (max(int(v), 1) for v in np.abs(np.round(widths)))
+    width, rob = (int(v) for v in _bounded(widths, ("dispatch_width", "rob_size")))
     provenance = {"source": "DiffTune parameter learning", "start": start.provenance.get("source", "")}
     return ParamTable(dispatch_width=width, rob_size=rob, units=start.units, groups=start.groups, rows=rows,
                       retire_width=start.retire_width, scheduler_size=start.scheduler_size,
