@@ -144,8 +144,8 @@ def test_malformed_csv_is_one_line():
     with pytest.raises(UserError, match="not valid CSV") as info:
         import_table(_csv('a,t\n1,2\n3,4,5,6\n"x'), "t")
     assert "\n" not in str(info.value)
-    with pytest.raises(UserError, match="no such file"):
-        import_table("/nonexistent/x.csv", "t")
+    with pytest.raises(UserError, match=r"^table x\.csv: no such file \('/nonexistent/x\.csv'\)$"):
+        import_table("/nonexistent/x.csv", "t")  # the name once, and where it was looked for
 
 
 def test_a_measured_study_export_imports_back_to_its_factors():

@@ -113,10 +113,10 @@ def read_bytes(source: Source, what: str, limit: int = MAX_IMPORT_BYTES) -> byte
         try:
             with open(source, "rb") as handle:  # read(limit + 1), not read_bytes(): /dev/zero never ends
                 data = handle.read(limit + 1)
-        except FileNotFoundError:
-            raise UserError(f"{what} {Path(source).name}: no such file") from None
+        except FileNotFoundError:  # ``what`` names the file; the path says where it was looked for
+            raise UserError(f"{what}: no such file ({_printable(brief(str(source), 120))})") from None
         except IsADirectoryError:
-            raise UserError(f"{what} {Path(source).name}: is a folder, not a file") from None
+            raise UserError(f"{what}: is a folder, not a file ({_printable(brief(str(source), 120))})") from None
     elif hasattr(source, "read"):
         data = source.read(limit + 1)
         if isinstance(data, str):
