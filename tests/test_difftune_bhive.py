@@ -55,3 +55,25 @@ def test_the_real_anchor_sample():
 def test_availability_is_said_not_raised(folder, tmp_path_factory):
     assert bhive.available(folder)
     assert not bhive.available(tmp_path_factory.mktemp("nothing"))
+
+
+@pytest.mark.parametrize(("where", "content", "words"), [
+    ("bhive/sources/a.csv.gz", gzip.compress(b"90,0.1\nmov %rax,%rbx,0.2\n"), r"BHive file a\.csv\.gz line 2: .* not a basic block"),
+    ("bhive/sources/a.csv.gz", b"not gzip at all \xff\xfe", "not UTF-8"),
+    ("bhive/may-alias.csv.gz", gzip.compress(b"0" * (65 << 20)), "inflates to more than"),  # a gzip bomb, bounded
+    ("llvm_mca_anchor/" + bhive.ANCHOR.name, b"hex,haswell_mca19\n90,fast\n", "line 2: haswell_mca19 'fast' is not a number"),
+    ("llvm_mca_anchor/" + bhive.ANCHOR.name, b"block\n90\n", "no 'hex' column"),
+    ("llvm_mca_anchor/" + bhive.ANCHOR.name, b'hex\n"9\n', "not a CSV table"),
+])
+def test_a_hostile_data_folder_is_refused_in_one_line(folder, where, content, words):
+    (folder / where).write_bytes(content)
+    with pytest.raises(UserError, match=words) as info:
+        bhive.select(folder=folder)
+    assert "\n" not in str(info.value)
+
+
+def test_empty_blocks_of_the_sources_stay_so_the_order_is_kept(folder):
+    """BHive's sources hold lines with an empty block: kept (the harness refuses it), so the shuffle is unchanged."""
+    with gzip.open(folder / "bhive" / "sources" / "a.csv.gz", "wt") as handle:
+        handle.write("90,0.1\n,0.5\n4801d8,0.2\n")
+    assert "" in bhive.distinct_blocks(folder)
