@@ -41,6 +41,14 @@ def test_import_laplacian_table_reports_the_paper_figures(db_path, data):
     assert listed[0]["name"] == "search_space" and listed[0]["table_valid"] == 23_120
 
 
+def test_a_table_whose_every_row_failed_imports_and_says_so(db_path, tmp_path):
+    table = tmp_path / "failed.csv"
+    table.write_text("x,t,status\n1,,failed\n2,,failed\n")
+    result = run_cli("import", "table", str(table), "--objective", "t", db=db_path)
+    assert result.returncode == 0, result.stderr
+    assert "2 failed; no successful row, so no optimum yet" in result.stdout
+
+
 def test_import_kernel_tuner_cache(db_path, data):
     result = run_cli("import", "kt-cache", str(data / "kernel_tuner" / "convolution_milo_A4000.json.gz"),
                      "--json", db=db_path, check=True)

@@ -42,7 +42,8 @@ def _import(args: argparse.Namespace) -> int:
     text = (
         f"imported '{imported.spec.name}': {report['rows']:,} rows, {report['valid_rows']:,} valid, "
         f"{report['invalid_rows']:,} invalid, {report.get('failed_rows', 0):,} failed; "
-        f"optimum {report['optimum']:.7g} at {report['optimum_config']}"
+        + (f"optimum {report['optimum']:.7g} at {report['optimum_config']}" if report.get("optimum") is not None
+           else "no successful row, so no optimum yet")
     )
     emit(report, args.json, text)
     return 0
