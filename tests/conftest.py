@@ -87,6 +87,17 @@ def run_cli(*args: str, db: Path | None = None, check: bool = False, timeout: fl
     return result
 
 
+def one_line_error(result: subprocess.CompletedProcess, *needles: str, status: int | None = None) -> str:
+    """A refused command's only stderr line, after checking a non-zero exit (``status`` when given), that no
+    traceback was printed, and that the line names every one of ``needles``."""
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode != 0 and status in (None, result.returncode), (result.returncode, result.stderr)
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

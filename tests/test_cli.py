@@ -8,7 +8,7 @@ import json
 import pytest
 
 from engine.io.export import parse_study_json
-from tests.conftest import run_cli
+from tests.conftest import one_line_error, run_cli
 
 SPEC = """
 name: cli toy
@@ -20,15 +20,6 @@ factors:
   - {name: fast, kind: boolean}
 constraints: ["a <= b"]
 """
-
-
-def one_line_error(result, *fragments):
-    assert result.returncode != 0
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 def test_import_laplacian_table_reports_the_paper_figures(db_path, data):

@@ -19,7 +19,7 @@ from engine.surrogates.difftune.train import split_blocks
 from storage import Store
 from storage.difftune import evaluations, param_tables
 from storage.difftune_experiments import experiments, surrogate
-from tests.conftest import cli, run_cli
+from tests.conftest import cli, one_line_error, run_cli
 
 BLOCKS = 40
 TINY = ["--embedding", "16", "--hidden", "16", "--layers", "1", "--batch", "64"]
@@ -35,15 +35,6 @@ def world(data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
-def one_line(result: subprocess.CompletedProcess, *needles: str) -> str:
-    """The refusal's only stderr line (so no stage announced itself before it), naming ``needles``."""
-    lines = result.stderr.strip().splitlines()
-    assert result.returncode == 2 and len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
-
-
 def stored(db: Path) -> tuple[int, int, int]:
     """Tables, evaluations and experiments in the database."""
     with Store(db) as store:
@@ -53,11 +44,11 @@ def stored(db: Path) -> tuple[int, int, int]:
 def test_a_budget_greedy_search_or_a_strategy_cannot_use_fails_before_learning(world: Path) -> None:
     before = stored(world)
     train = len(split_blocks(BLOCKS)[0])  # recovery: every block has a truth
-    line = one_line(cli("difftune", "experiment", "recovery", "--surrogate", "s", "--budget", "5", db=world),
-                    "budget: 5 simulator calls", f"{train} training blocks")
+    line = one_line_error(cli("difftune", "experiment", "recovery", "--surrogate", "s", "--budget", "5", db=world),
+                          "budget: 5 simulator calls", f"{train} training blocks", status=2)
     assert "block-simulation" not in line  # one unit, the one the help and the output use
-    one_line(cli("difftune", "experiment", "recovery", "--surrogate", "s", "--budget", str(train + 1), db=world),
-             f"budget: {train + 1} simulator calls", "BO", "1 evaluation")
+    one_line_error(cli("difftune", "experiment", "recovery", "--surrogate", "s", "--budget", str(train + 1), db=world),
+                   f"budget: {train + 1} simulator calls", "BO", "1 evaluation", status=2)
     assert stored(world) == before
 
 
@@ -67,13 +58,14 @@ def test_a_budget_greedy_search_or_a_strategy_cannot_use_fails_before_learning(w
 ])
 def test_a_number_the_learning_cannot_take_fails_at_once(world: Path, args: list[str], needles: list[str]) -> None:
     before = stored(world)
-    one_line(cli("difftune", "experiment", "recovery", "--surrogate", "s", "--budget", "600", *args, db=world), *needles)
+    one_line_error(cli("difftune", "experiment", "recovery", "--surrogate", "s", "--budget", "600", *args, db=world),
+                   *needles, status=2)
     assert stored(world) == before
 
 
 def test_training_refuses_a_seed_numpy_cannot_take_before_storing_the_surrogate(world: Path) -> None:
-    one_line(cli("difftune", "train", "--dataset", "tiny", "--name", "big-seed", "--seed", str(2**32), *TINY, db=world),
-             "--seed", str(2**32))
+    one_line_error(cli("difftune", "train", "--dataset", "tiny", "--name", "big-seed", "--seed", str(2**32), *TINY, db=world),
+                   "--seed", str(2**32), status=2)
     with Store(world) as store:
         assert surrogate(store, "big-seed") is None
 

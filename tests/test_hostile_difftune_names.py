@@ -4,29 +4,20 @@ real database file."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from storage import Store
 from storage.difftune import param_tables
-from tests.conftest import cli
+from tests.conftest import cli, one_line_error
 
 GRAPH = Path(__file__).resolve().parents[1] / "data" / "costmodel" / "tile"
 
 
-def one_line(result: subprocess.CompletedProcess, *needles: str) -> str:
-    lines = result.stderr.strip().splitlines()
-    assert result.returncode == 2 and len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
-
-
 @pytest.mark.parametrize("name", ["../evil", "a/b", "/tmp/evil", ".hidden", "table.json", "table.parquet", "table.txt"])
 def test_a_table_is_never_built_under_a_path_or_a_file_name(db_path: Path, name: str) -> None:
-    one_line(cli("difftune", "table", "build", "--arch", "haswell", "--name", name, db=db_path), "name", repr(name))
+    one_line_error(cli("difftune", "table", "build", "--arch", "haswell", "--name", name, db=db_path), "name", repr(name), status=2)
     with Store(db_path) as store:
         assert param_tables(store).empty
 
@@ -42,6 +33,6 @@ def test_every_other_name_that_becomes_a_folder_or_a_study_is_checked_first(db_p
     """The other ``--name`` options refused such names already: kept so, and before any work."""
     if command[:2] == ["difftune", "train"]:
         pytest.importorskip("torch")
-    one_line(cli(*command, "--name", "../evil", db=db_path), "'../evil'")
+    one_line_error(cli(*command, "--name", "../evil", db=db_path), "'../evil'", status=2)
     assert not (db_path.parent.parent / "evil").exists()
     assert not any(p.name.endswith((".difftune", ".surrogates", ".costmodels")) for p in db_path.parent.iterdir())

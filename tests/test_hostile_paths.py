@@ -21,19 +21,10 @@ from engine.io.paths import REPO_ROOT
 from engine.space.factors import Factor, Space
 from engine.study import StudySpec
 from storage import Store
-from tests.conftest import cli, run_cli
+from tests.conftest import cli, one_line_error, run_cli
 
 SPACE = Space([Factor("a", "ordinal", (1, 2, 3)), Factor("b", "ordinal", (1, 2))])
 RUNNER = {"kind": "command", "command": [sys.executable, "-c", "print('time: 1')"], "metric": {"regex": r"time: (\S+)"}}
-
-
-def one_line(result: subprocess.CompletedProcess, *needles: str) -> str:
-    """The refusal's one stderr line, after checking the exit status and that it names ``needles``."""
-    lines = result.stderr.strip().splitlines()
-    assert result.returncode != 0 and len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.fixture
@@ -53,14 +44,14 @@ def intact(db: Path) -> None:
 
 # -- exports ----------------------------------------------------------------------------------------
 def test_an_export_onto_the_database_or_its_log_is_refused_and_the_database_survives(stored, tmp_path):
-    one_line(run_cli("export", "study", "toy", "--out", str(stored), db=stored), "is the database", str(stored))
+    one_line_error(run_cli("export", "study", "toy", "--out", str(stored), db=stored), "is the database", str(stored))
     os.link(stored, tmp_path / "alias.duckdb")
     (tmp_path / "sub").mkdir()
     for out in (stored, Path(f"{stored}.wal"), tmp_path / "sub" / ".." / stored.name, tmp_path / "alias.duckdb"):
         for what in (("export", "study", "toy", "--out", str(out)), ("export", "best", "--study", "toy", "--out", str(out)),
                      ("export", "report", "--study", "toy", "--out", str(out)),
                      ("design", "random", "--study", "toy", "--runs", "2", "--out", str(out))):
-            one_line(cli(*what, db=stored), "is the database")
+            one_line_error(cli(*what, db=stored), "is the database")
     assert not Path(f"{stored}.wal").exists()
     intact(stored)
 
@@ -68,7 +59,7 @@ def test_an_export_onto_the_database_or_its_log_is_refused_and_the_database_surv
 def test_a_fifo_is_refused_and_stays_a_fifo(stored, tmp_path):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    one_line(run_cli("export", "study", "toy", "--out", str(fifo), db=stored, timeout=60), "named pipe", str(fifo))
+    one_line_error(run_cli("export", "study", "toy", "--out", str(fifo), db=stored, timeout=60), "named pipe", str(fifo))
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
@@ -80,8 +71,8 @@ def test_dev_null_is_refused_and_stays_a_device(stored):
         export_target(null.parent, null.name)                  # not get the chance to replace the real one
     before = os.lstat(null)
     try:
-        one_line(run_cli("export", "study", "toy", "--out", str(null), db=stored), "character device")
-        one_line(run_cli("export", "best", "--study", "toy", "--out", str(null), db=stored), "character device")
+        one_line_error(run_cli("export", "study", "toy", "--out", str(null), db=stored), "character device")
+        one_line_error(run_cli("export", "best", "--study", "toy", "--out", str(null), db=stored), "character device")
     finally:
         if not null.is_char_device() and os.geteuid() == 0:  # heal the machine before failing
             null.unlink()
@@ -95,10 +86,10 @@ def test_a_symlinked_folder_or_file_is_refused(stored, tmp_path):
     outside.write_text("keep")
     (tmp_path / "link").symlink_to(real)
     (real / "link.json").symlink_to(outside)
-    one_line(run_cli("export", "study", "toy", "--out", str(tmp_path / "link" / "toy.json"), db=stored),
+    one_line_error(run_cli("export", "study", "toy", "--out", str(tmp_path / "link" / "toy.json"), db=stored),
              "symbolic link", str(tmp_path / "link"))
-    one_line(run_cli("export", "report", "--study", "toy", "--out", str(tmp_path / "link"), db=stored), "symbolic link")
-    one_line(run_cli("export", "study", "toy", "--out", str(real / "link.json"), db=stored), "symbolic link")
+    one_line_error(run_cli("export", "report", "--study", "toy", "--out", str(tmp_path / "link"), db=stored), "symbolic link")
+    one_line_error(run_cli("export", "study", "toy", "--out", str(real / "link.json"), db=stored), "symbolic link")
     assert sorted(p.name for p in real.iterdir()) == ["link.json"] and outside.read_text() == "keep"
 
 
@@ -157,11 +148,11 @@ def test_a_db_that_holds_no_database_is_refused(tmp_path):
     empty = tmp_path / "empty.duckdb"
     empty.touch()
     os.mkfifo(tmp_path / "fifo")
-    one_line(run_cli("--db", str(csv), "study", "list", timeout=60), f"database {csv}", "not a DuckDB database")
+    one_line_error(run_cli("--db", str(csv), "study", "list", timeout=60), f"database {csv}", "not a DuckDB database")
     for db, needle in (("", "empty path"), (str(csv), "not a DuckDB database"), (str(empty), "an empty file"),
                        (str(tmp_path), "is a folder"), (str(tmp_path / "fifo"), "not a regular file")):
-        one_line(cli("--db", db, "study", "list"), f"database {db}", needle)
-        one_line(cli("--db", db, "run", "--study", "toy"), needle)
+        one_line_error(cli("--db", db, "study", "list"), f"database {db}", needle)
+        one_line_error(cli("--db", db, "run", "--study", "toy"), needle)
     assert csv.read_text() == "a,b\n1,2\n" and empty.stat().st_size == 0
     assert stat.S_ISFIFO(os.lstat(tmp_path / "fifo").st_mode)
 
@@ -170,7 +161,7 @@ def test_an_empty_tunelab_db_variable_is_refused(tmp_path):
     exe = Path(sys.executable).with_name("tunelab")
     result = subprocess.run([str(exe), "study", "list"], capture_output=True, text=True, timeout=60, cwd=tmp_path,
                             env={**os.environ, "TUNELAB_DB": ""})
-    one_line(result, "database ''", "empty path")
+    one_line_error(result, "database ''", "empty path")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -188,15 +179,15 @@ def test_a_database_damaged_under_its_data_is_one_line_naming_it(stored, tmp_pat
         damaged.write_bytes(bytes(data))
         result = (run_cli if block == 1 else cli)("study", "show", "toy", db=damaged)
         if result.returncode != 0:
-            line = one_line(result, str(damaged))
+            line = one_line_error(result, str(damaged))
             at_query_time += "cannot open" not in line
     assert at_query_time >= 1
 
 
 # -- inputs too big, too deep or of the wrong type ---------------------------------------------------------
 def test_huge_counts_deep_json_and_wrongly_typed_options_are_one_line(stored):
-    one_line(run_cli("design", "lhs", "--study", "toy", "--runs", "1000000000"), "--runs 1000000000", "10,000")
-    one_line(cli("tune", "--study", "toy", "--budget", "10000000000", "--auto", db=stored), "--budget 10000000000")
+    one_line_error(run_cli("design", "lhs", "--study", "toy", "--runs", "1000000000"), "--runs 1000000000", "10,000")
+    one_line_error(cli("tune", "--study", "toy", "--budget", "10000000000", "--auto", db=stored), "--budget 10000000000")
     for options, needles in (('{"threshold": "x"}', ("threshold", '"x"', "float")),
                              ('{"quadratic_levels": 2.5}', ("quadratic_levels", "2.5", "int")),
                              ('{"inverse": "yes"}', ("inverse", "bool")),
@@ -204,10 +195,10 @@ def test_huge_counts_deep_json_and_wrongly_typed_options_are_one_line(stored):
                              ('{"threshold": NaN}', ("NaN",)),
                              ('{"threshold": 1e999}', ("1e999",)),
                              ("[" * 50_000 + "]" * 50_000, ("nested too deeply",))):
-        one_line(cli("tune", "--study", "toy", "--budget", "5", "--auto", "--options", options, db=stored), *needles)
-    one_line(run_cli("tune", "--study", "toy", "--budget", "5", "--options", '{"grow": "3"}', db=stored),
+        one_line_error(cli("tune", "--study", "toy", "--budget", "5", "--auto", "--options", options, db=stored), *needles)
+    one_line_error(run_cli("tune", "--study", "toy", "--budget", "5", "--options", '{"grow": "3"}', db=stored),
              "grow", "float")
-    one_line(cli("bench", "--table", "toy", "--options", '{"GA": {"mutation": "high"}}', db=stored), "mutation", "float")
+    one_line_error(cli("bench", "--table", "toy", "--options", '{"GA": {"mutation": "high"}}', db=stored), "mutation", "float")
     intact(stored)
 
 

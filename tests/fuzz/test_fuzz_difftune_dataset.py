@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.surrogates.difftune.dataset import COLUMNS, MANIFEST, load_dataset, prepare_folder
-from tests.fuzz.clean import parses_or_refuses
+from tests.fuzz.clean import damage, parses_or_refuses
 
 BLOCKS, ROWS = 3, 5
 ODD = (st.none() | st.booleans() | st.integers() | st.sampled_from([-1, 2**31, 2**62, 10**30]) | st.floats()
@@ -61,13 +61,7 @@ def _line(name: str, start: int, data: bytes) -> dict:
 def contents(draw) -> bytes:
     """A true shard, a forged one or garbage, maybe cut short or with a byte flipped."""
     data = draw(st.sampled_from(GOOD + FORGED))
-    how = draw(st.sampled_from(["as is", "as is", "cut", "flip"]))
-    if how == "cut":
-        data = data[: draw(st.integers(0, len(data)))]
-    if how == "flip" and data:
-        at = draw(st.integers(0, len(data) - 1))
-        data = data[:at] + bytes([data[at] ^ draw(st.integers(1, 255))]) + data[at + 1:]
-    return data
+    return damage(draw, data, draw(st.sampled_from(["as is", "as is", "cut", "flip"])))
 
 
 def _one_in(draw, n: int) -> bool:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from engine.io.ktcache import import_kt_cache
 from engine.io.table_import import import_table
-from tests.fuzz.clean import parses_or_refuses
+from tests.fuzz.clean import damage, parses_or_refuses
 
 HEADER = st.sampled_from(["a", "b", "t", "time", "status", "error", "value", "x y", "lambda", "min", "", " a ", "a",
                          '"x\ny"', '"t\r"'])
@@ -35,13 +35,7 @@ def _upload(data: bytes, name: str) -> io.BytesIO:
 def wrapped(draw, text: bytes) -> bytes:
     """``text`` as is, gzip-compressed, cut short, or with a few bytes flipped."""
     how = draw(st.sampled_from(["plain", "gzip", "cut", "flip"]))
-    data = gzip.compress(text) if how != "plain" and draw(st.booleans()) else text
-    if how == "cut":
-        data = data[: draw(st.integers(0, len(data)))]
-    if how == "flip" and data:
-        at = draw(st.integers(0, len(data) - 1))
-        data = data[:at] + bytes([data[at] ^ draw(st.integers(1, 255))]) + data[at + 1:]
-    return data
+    return damage(draw, gzip.compress(text) if how != "plain" and draw(st.booleans()) else text, how)
 
 
 @st.composite
