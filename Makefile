@@ -117,10 +117,12 @@ test-blas: install system-test-deps
 	done; \
 	if [ -n "$$failed" ]; then echo "test-blas failed under:$$failed"; exit 1; fi; echo "test-blas passed under: $(BLAS_KERNELS)"
 
-# The parser fuzz suite, long: FUZZ_EXAMPLES examples per target (make test runs a few hundred each).
+# The parser fuzz suite, long: FUZZ_EXAMPLES examples per target (make test runs a few hundred each), with no
+# per-test time limit (a target takes minutes), each target's example count printed.
 FUZZ_EXAMPLES ?= 100000
 fuzz: install
-	HYPOTHESIS_PROFILE=fuzz FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q -p no:cacheprovider tests/fuzz
+	HYPOTHESIS_PROFILE=fuzz FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q -p no:cacheprovider --timeout=0 \
+	  --hypothesis-show-statistics tests/fuzz
 
 bench: install
 	@for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
