@@ -22,7 +22,16 @@ from engine.compare.presets import PRESETS
 from engine.compare.summary import header, summary_table, with_paper
 from engine.strategies import from_form
 from engine.strategies.registry import describe
-from workflows.compare import DEFAULT_STRATEGIES, compare, import_peer_run, open_comparison, saved_comparisons, suggested_options, table_study
+from workflows.compare import (
+    DEFAULT_STRATEGIES,
+    add_peer_run,
+    compare,
+    open_comparison,
+    peer_space,
+    saved_comparisons,
+    suggested_options,
+    table_study,
+)
 
 #: The status from the click on until the first runs end (loading the table, starting workers).
 STARTING = "Starting: preparing the table study…"
@@ -65,10 +74,15 @@ with st.form("cmp_form"):
             with tab:
                 option_values[strategy] = option_widgets(strategy, f"cmp_opt_{name}" if strategy in suggested else "cmp_opt",
                                                          suggested.get(strategy))
-    label = st.text_input("Name", f"{name}: {', '.join(chosen) if chosen else ''}", key="cmp_name")
+    # Empty unless the person types a name: the workflow names the comparison after the strategies that ran. Keyed by
+    # the table, so a name typed for one table study is not offered for another.
+    label = st.text_input("Name", key=f"cmp_name_{name}", placeholder=f"{name}: the strategies run",
+                          help="Left empty, the comparison is named after the table study and the strategies that ran.")
     submitted = st.form_submit_button("Run comparison", type="primary")
 
 job_key = f"compare:{name}"
+#: Set from the click on while this table's comparison runs, so its end is announced once, on this table.
+was_running = f"_cmp_was_running:{name}"
 
 
 def benchmark_work(job: Job, strategies: list[str], reps: int, budget: int, jobs: int, seed: int, preset: str,
@@ -80,7 +94,7 @@ def benchmark_work(job: Job, strategies: list[str], reps: int, budget: int, jobs
                     else f"Starting: running strategy {strategies[0]}…")
     return compare(table, strategies, reps=reps, budget=budget, jobs=jobs, seed=seed,
                    preset_name=preset, options=options, progress=lambda done, total, strategy: setattr(job, "progress", (done, total, strategy)),
-                   store=store, name=label or name, study=name).stored_id
+                   store=store, name=label, study=name).stored_id
 
 
 def status(job: Job) -> tuple[float, str]:
@@ -102,8 +116,9 @@ if submitted:
     else:
         with guard():
             options = {strategy: from_form(strategy, option_values[strategy]) for strategy in chosen}
-            start_job(job_key, label, lambda job: benchmark_work(job, list(chosen), int(reps), int(budget), int(jobs),
-                                                                 int(seed), preset, options, label))
+            start_job(job_key, label or name, lambda job: benchmark_work(job, list(chosen), int(reps), int(budget), int(jobs),
+                                                                         int(seed), preset, options, label))
+            st.session_state[was_running] = True  # announced and opened even if it ends before the rerun
             st.rerun()
 
 
@@ -115,8 +130,8 @@ def live() -> None:
     if job.running:
         fraction, text = status(job)
         st.progress(fraction, text=text)
-        st.session_state["_cmp_was_running"] = True
-    elif st.session_state.pop("_cmp_was_running", False):
+        st.session_state[was_running] = True
+    elif st.session_state.pop(was_running, False):
         if job.error:
             flash(f"Comparison failed: {escape_md(job.error)}")
         else:
@@ -126,21 +141,10 @@ def live() -> None:
 
 
 job = get_job(job_key)
-if job is not None and (job.running or st.session_state.get("_cmp_was_running")):
+if job is not None and (job.running or st.session_state.get(was_running)):
     live()
 elif job is not None and job.error:
     st.error(escape_md(job.error))
-
-with st.expander("Import a peer run (Kernel Tuner's and Optuna's strategies: `python bench/peers.py --out FILE`)"), \
-        st.form("cmp_peers"):
-    peer_file = st.text_input("File written by bench/peers.py --out", key="cmp_peer_file")
-    peer_space = st.text_input("Space (the cache's name in that file)", value=name, key="cmp_peer_space")
-    peer_budget = st.number_input("Budget", min_value=1, max_value=100_000, value=100, key="cmp_peer_budget")
-    if st.form_submit_button("Import"):
-        with guard():
-            st.session_state["cmp_open"] = import_peer_run(store, name, peer_file, space=peer_space, budget=int(peer_budget))
-            flash("Peer run imported.")
-            st.rerun()
 
 saved = saved_comparisons(store, name)
 if saved.empty:
@@ -164,6 +168,24 @@ st.dataframe(shown.style.format(precision=3, na_rep=""), hide_index=True, width=
              column_config={column: st.column_config.Column(label, help=tip) for column, (label, tip) in headers.items()})
 st.caption(f"{escape_md(record['params']['reps'])} repetitions, budget {escape_md(record['params']['budget'])}, seed "
            f"{escape_md(record['params']['seed'])}. Slowdown = the returned configuration's value ÷ the table's optimum.")
+if "peers" in record["params"]:
+    peers = record["params"]["peers"]
+    st.caption(f"{escape_md(', '.join(peers['strategies']))}: a peer run ({escape_md(peers['file'])}, space "
+               f"{escape_md(peers['space'])}), cut at the same budget.")
+
+with st.expander("Add a peer run to this comparison (Kernel Tuner's and Optuna's strategies: "
+                 "`python bench/peers.py --out FILE`)"), st.form("cmp_peers"):
+    st.caption(f"Its runs are cut at this comparison's budget ({escape_md(record['params']['budget'])}) and shown "
+               "beside its strategies, in a new comparison.")
+    peer_file = st.text_input("File written by bench/peers.py --out", key="cmp_peer_file")
+    # Keyed by the table, so the space follows a change of table study.
+    peer_space_name = st.text_input("Space (this table study's name in that file)", value=peer_space(store, name),
+                                    key=f"cmp_peer_space_{name}")
+    if st.form_submit_button("Import"):
+        with guard():
+            st.session_state["cmp_open"] = add_peer_run(store, choice, peer_file, space=peer_space_name)
+            flash("Peer run added to the comparison.")
+            st.rerun()
 
 runs = record["runs"]
 colours = strategy_colours(comparison.strategies)  # one colour per strategy, the same in every figure

@@ -82,7 +82,7 @@ def load_comparison(store: Store, comparison_id: int) -> dict[str, Any]:
     runs = store._df(
         f"SELECT {', '.join(RUN_COLUMNS)} FROM comparison_runs WHERE comparison_id = ? ORDER BY rowid", [int(comparison_id)]
     )
-    runs["config"] = [None if c is None else json.loads(c) for c in runs["config"]]
+    runs["config"] = [json.loads(c) if isinstance(c, str) else None for c in runs["config"]]  # DuckDB: NULL is NaN here
     runs["trace"] = [[math.inf if v is None else v for v in json.loads(t)] if t else [] for t in runs["trace"]]
     for column in ("value", "slowdown", "best_slowdown"):
         runs[column] = runs[column].astype(float).fillna(math.inf if column != "value" else math.nan)

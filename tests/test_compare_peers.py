@@ -12,8 +12,8 @@ from engine.compare.peers import peer_comparison, read_peer_rows
 from engine.errors import UserError
 from engine.io.table_import import MAX_IMPORT_BYTES
 from storage import Store
-from tests.test_pages import page
-from workflows.compare import open_comparison, saved_comparisons
+from tests.test_compare_naming import alpha_comparison, compare_page, make_tables, widget
+from workflows.compare import saved_comparisons
 
 ROWS = [{"space": "s", "method": "KT pso", "rep": r, "trace": [3.0, 2.0, 1.5, 1.0]} for r in range(3)]
 ROWS += [{"space": "s", "method": "Tunelab AUTO", "rep": r, "budget": b, "trace": [2.0, 1.0][:b], "used": b}
@@ -44,28 +44,6 @@ def test_bad_peer_files_are_one_line(tmp_path):
     bad.write_text(json.dumps([{"space": "s", "method": "m", "rep": 0}]))
     with pytest.raises(UserError, match="run 0 has no 'trace'"):
         read_peer_rows(bad)
-
-
-def test_the_compare_page_imports_a_peer_run_beside_its_own(db_path, tmp_path, monkeypatch):
-    monkeypatch.setenv("TUNELAB_DB", str(db_path))
-    at = page("compare.py").run()
-    assert not at.exception
-    study = at.selectbox(key="cmp_study").value
-    rows = [{**row, "space": study} for row in ROWS if row["space"] == "s"]
-    peers = tmp_path / "peers.json"
-    peers.write_text(json.dumps(rows))
-    at.text_input(key="cmp_peer_file").input(str(tmp_path / "nope.json"))
-    at.button[1].click().run()  # the form's Import button
-    assert any("no such file" in e.value for e in at.error) and not at.exception
-    at.text_input(key="cmp_peer_file").input(str(peers))
-    at.number_input(key="cmp_peer_budget").set_value(4)
-    at.button[1].click().run()
-    assert not at.exception and not at.error
-    assert at.dataframe[0].value["strategy"].tolist() == ["KT pso", "Tunelab AUTO"]
-    with Store(db_path) as store:
-        saved = saved_comparisons(store, study)
-        record, comparison = open_comparison(store, int(saved["id"].iloc[-1]))
-    assert record["params"]["source"] == "bench/peers.py" and len(comparison.runs) == 5
 
 
 def _run(**changed):
@@ -142,15 +120,16 @@ def test_space_names_stay_on_one_line(tmp_path):
     ("[" * 100_000 + "]" * 100_000, "nested"),
 ], ids=["nan trace", "deep"])
 def test_the_compare_page_refuses_a_bad_peer_run_in_one_line(db_path, tmp_path, monkeypatch, content, fragment):
-    monkeypatch.setenv("TUNELAB_DB", str(db_path))
-    at = page("compare.py").run()
-    study = at.selectbox(key="cmp_study").value
+    make_tables(db_path)
+    ours = alpha_comparison(db_path)
+    at = compare_page(db_path, monkeypatch)
+    at.selectbox(key="cmp_study").set_value("alpha").run()
     bad = tmp_path / "bad.json"
-    bad.write_text(content.replace('"s"', json.dumps(study)))
-    at.text_input(key="cmp_peer_file").input(str(bad))
-    at.button[1].click().run()  # the form's Import button
+    bad.write_text(content.replace('"s"', json.dumps("alpha")))
+    widget(at.text_input, "File").input(str(bad))
+    widget(at.button, "Import").click().run()
     assert not at.exception
     errors = [e.value for e in at.error]
     assert len(errors) == 1 and "\n" not in errors[0] and fragment in errors[0], errors
     with Store(db_path) as store:
-        assert saved_comparisons(store, study).empty  # nothing stored
+        assert saved_comparisons(store, "alpha")["id"].tolist() == [ours]  # nothing stored

@@ -14,12 +14,13 @@ from typing import Any
 
 import pandas as pd
 
-from engine.compare.peers import peer_comparison, read_peer_rows
+from engine.compare.peers import beside, read_peer_rows
 from engine.compare.presets import preset
 from engine.compare.replay import BenchTable, load_table
 from engine.compare.run import Comparison, Progress, run_benchmark
 from engine.compare.summary import summary_records, summary_table
 from engine.errors import UserError
+from engine.io.table_import import listing, source_name
 from storage import Store
 from storage.comparisons import list_comparisons, load_comparison, save_comparison
 from storage.costmodel import models
@@ -60,6 +61,12 @@ def table_from(source: str, objective: str | None, store: Store | None) -> tuple
     return table_study(store, source), source
 
 
+def comparison_name(table: str, strategies: Sequence[str]) -> str:
+    """The name of a comparison the person did not name: its table and the strategies that ran (not those a form
+    offered before the run, nor the table chosen before)."""
+    return f"{table}: {', '.join(strategies)}"
+
+
 @dataclass(frozen=True)
 class Compared:
     """A finished comparison, its summary table and (when stored) its id."""
@@ -86,7 +93,7 @@ def compare(table: BenchTable, strategies: Sequence[str], *, reps: int, budget: 
     summary = summary_table(comparison)
     stored_id = None
     if store is not None:
-        label = name or f"{table.source or table.spec.name} {time.strftime('%Y-%m-%d %H:%M')}"
+        label = (name or "").strip() or comparison_name(study or table.source or table.spec.name, comparison.strategies)
         params = {**comparison.params, "table": table.source, "objective": table.objective, "optimum": table.optimum,
                   "preset": preset_name}
         stored_id = save_comparison(store, name=label, study=study or table.source, params=params,
@@ -104,11 +111,23 @@ def open_comparison(store: Store, comparison_id: int) -> tuple[dict[str, Any], C
     return record, Comparison(params=record["params"], runs=record["runs"])
 
 
-def import_peer_run(store: Store, study: str, path: str | Path, *, space: str, budget: int) -> int:
-    """Store the runs on ``space`` at ``budget`` of a ``bench/peers.py --out`` file as a comparison of table study
-    ``study`` (whose optimum scales the slowdowns); returns its id."""
-    table = table_study(store, study)
-    comparison = peer_comparison(read_peer_rows(path), space, int(budget), table.optimum)
-    params = {**comparison.params, "table": study, "objective": table.objective, "optimum": table.optimum, "preset": "none"}
-    return save_comparison(store, name=f"peers on {space}, budget {budget} ({Path(path).name})", study=study, params=params,
-                           summary=summary_records(summary_table(comparison)), runs=comparison.runs)
+def peer_space(store: Store, study: str) -> str:
+    """The name a peer run gives the space of table study ``study``: bench/peers.py names a space after its Kernel
+    Tuner cache file, so a study imported from a cache answers to that file's name whatever it is called; any
+    other study to its own name."""
+    runner = store.get_study(study).spec.runner
+    source = str(runner.get("source") or "")
+    if runner.get("format") == "kernel_tuner" and source:
+        return source.removesuffix(".gz").removesuffix(".json")
+    return study
+
+
+def add_peer_run(store: Store, comparison_id: int, path: str | Path, *, space: str) -> int:
+    """Store comparison ``comparison_id`` with the runs on ``space`` of a ``bench/peers.py --out`` file beside its
+    strategies, at its budget, as a new comparison (the one run stays as it ran); returns the new one's id."""
+    record, ours = open_comparison(store, comparison_id)
+    table = table_study(store, record["study"])
+    joined = beside(ours, read_peer_rows(path), space, table, source_name(path))
+    name = f"{record['name']} + {listing(joined.params['peers']['strategies'], shown=3)} ({source_name(path)})"
+    return save_comparison(store, name=name, study=record["study"], params=joined.params,
+                           summary=summary_records(summary_table(joined)), runs=joined.runs)

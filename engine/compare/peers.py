@@ -4,6 +4,8 @@ Tunelab's own, replayed elsewhere with one accounting, shown beside the strategi
 Each row of the file is one run on one space: ``space`` (the cache's name), ``method`` ("KT pso", "Optuna TPE",
 "Tunelab AUTO"), ``rep``, ``trace`` (best-so-far slowdown after each charged measurement) and, for Tunelab's runs,
 the ``budget`` it ran with. The peers ran once at the largest budget; a smaller budget reads their trace's prefix.
+:func:`beside` adds them to a comparison run here, at that comparison's budget, once their slowdowns show they are
+runs of its table.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from engine.compare.replay import BenchTable
 from engine.compare.run import Comparison
 from engine.errors import UserError, brief
 from engine.io.table_import import listing, load_json, read_bytes, source_name
@@ -26,6 +30,9 @@ SOURCE = "bench/peers.py"
 _MAX_INT = 2**31 - 1
 #: Largest integer a trace may hold: float() overflows past it.
 _MAX_FLOAT = int(sys.float_info.max)
+#: How far a peer's slowdown may be from one of the table's and still be that configuration's (the file holds
+#: the ratios at full precision; this allows a file written rounded to 6 digits, as the store keeps traces).
+_SAME_SLOWDOWN = 1e-5
 
 
 def read_peer_rows(path: str | Path) -> list[dict[str, Any]]:
@@ -106,3 +113,42 @@ def peer_comparison(rows: Sequence[Mapping[str, Any]], space: str, budget: int, 
     params = {"strategies": methods, "reps": int(runs.groupby("strategy").size().max()), "budget": budget, "seed": 0,
               "jobs": 1, "options": {}, "budgets": {}, "source": SOURCE, "space": space}
     return Comparison(params=params, runs=runs, table=space, optimum=optimum)
+
+
+def beside(ours: Comparison, rows: Sequence[Mapping[str, Any]], space: str, table: BenchTable, file: str) -> Comparison:
+    """``ours`` (a comparison run on ``table``) with the peer runs on ``space`` (read from ``file``) beside its
+    strategies, cut at its budget: one comparison, one accounting. Refused in one line: runs whose slowdowns are not the table's (another
+    kernel or device under that name), runs that all stop before the budget (they ran with a smaller one), and
+    methods already in ``ours``."""
+    budget = int(ours.params["budget"])
+    peers = peer_comparison(rows, space, budget, table.optimum)
+    present = [m for m in peers.strategies if m in ours.strategies]
+    if present:
+        raise UserError(f"peer run: {listing(present)} {'is' if len(present) == 1 else 'are'} already in this comparison")
+    _check_table(peers, space, table)
+    longest = int(peers.runs["trace"].map(len).max())
+    if longest < min(budget, len(table.table)):
+        raise UserError(f"peer run: its runs on {listing([space])} stop at {longest} measurements, before this "
+                        f"comparison's budget {budget} (run bench/peers.py with a budget of at least {budget})")
+    params = {**ours.params, "strategies": [*ours.strategies, *peers.strategies],
+              "peers": {"source": SOURCE, "file": file, "space": space, "strategies": peers.strategies}}
+    return Comparison(params=params, runs=pd.concat([ours.runs, peers.runs], ignore_index=True),
+                      table=ours.table, objective=table.objective, optimum=table.optimum, direction=table.spec.direction)
+
+
+def _check_table(peers: Comparison, space: str, table: BenchTable) -> None:
+    """Every slowdown a peer trace holds is some configuration's of ``table`` (its value over the optimum), or
+    the runs were made on another table: their slowdowns would read as this one's."""
+    ok = table.table["status"].to_numpy() == "ok"
+    known = np.unique([table.slowdown(v) for v in table.table["value"].to_numpy(dtype=float)[ok]])
+    for run in peers.runs.itertuples():
+        trace = np.asarray(run.trace, dtype=float)
+        trace = trace[np.isfinite(trace)]
+        at = np.searchsorted(known, trace)
+        below, above = known[np.maximum(at - 1, 0)], known[np.minimum(at, len(known) - 1)]
+        nearest = np.minimum(np.abs(below - trace), np.abs(above - trace))
+        foreign = np.flatnonzero(nearest > _SAME_SLOWDOWN * trace)
+        if len(foreign):
+            raise UserError(f"peer run: its runs on {listing([space])} are not of table study "
+                            f"{listing([table.source or table.spec.name])}: {listing([run.strategy])}'s run {run.rep} "
+                            f"reached a slowdown of {trace[foreign[0]]:.6g}, which no configuration of the table has")

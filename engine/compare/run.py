@@ -90,7 +90,7 @@ def _run_chunk(name: str, reps: Sequence[int], budget: int, seed: int, options: 
 def check_params(strategies: Sequence[str], reps: int, budget: int, jobs: int,
                  options: Mapping[str, Mapping[str, Any]] | None,
                  budgets: Mapping[str, int] | None) -> tuple[list[str], dict[str, dict[str, Any]], dict[str, int]]:
-    names = [strategy_class(s).name for s in strategies]
+    names = list(dict.fromkeys(strategy_class(s).name for s in strategies))  # a strategy named twice runs once
     if not names:
         raise UserError("benchmark: name at least one strategy")
     for value, what in ((reps, "--reps"), (budget, "--budget"), (jobs, "--jobs")):
