@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from engine.analysis import AnalysisError, LinearModel, anova, coefficient_table, significant_terms, stars
-from engine.analysis.labels import column_display, term_display
+from engine.analysis.labels import column_display, column_names, term_display
 
 
 @pytest.fixture(scope="module")
@@ -55,10 +55,10 @@ def test_aliased_columns_are_dropped_like_r():
 def test_r_names_and_stars():
     assert term_display("I(x8 ** 2)") == "I(x8^2)"
     assert term_display("I(1 / lws_y):C(v)") == "I(1/lws_y):C(v)"
-    assert column_display("C(vector_length)[T.16]:load_overlap", frozenset({"load_overlap"})) == (
-        "C(vector_length)16:load_overlapTRUE"
-    )
-    assert column_display("Intercept") == "(Intercept)"
+    assert column_display("C(vector_length)[T.16]:load_overlap[T.TRUE]") == "C(vector_length)16:load_overlapTRUE"
+    assert column_display("load_overlap[FALSE]") == "load_overlapFALSE"
+    assert column_names(["Intercept", "Intercept", "x"], {"1": slice(0, 1), "Intercept": slice(1, 2)}) == [
+        "(Intercept)", "Intercept", "x"]  # the intercept by its term; a data column may have formulaic's name
     assert [stars(p) for p in (0.0, 0.001, 0.0010001, 0.01, 0.05, 0.0500001, 0.1, 0.1000001, 1.0)] == [
         "***", "***", "**", "**", "*", ".", ".", " ", " ",
     ]

@@ -6,7 +6,8 @@
   (which decides only *which* column of an aliased set lm drops), and a term inside the others' span
   gets 0 df and no test, as car prints it.
 * Type III (car): the model refitted with sum-to-zero contrasts; SS(term) = what the term's columns
-  add to all the other columns. The contrasts change these tests whenever a categorical factor has
+  add to all the other columns, and the residuals are the refit's (the same as the fit's unless the model
+  is not hierarchical). The contrasts change these tests whenever a categorical factor has
   an interaction, so the sum-coded matrix is built explicitly (booleans count as two-level factors).
   With aliased coefficients the tests depend on which columns were dropped, so it is refused, as car
   refuses it.
@@ -15,17 +16,18 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 from formulaic import Formula
-from scipy import stats
 
 from engine.analysis.data import AnalysisError
 from engine.analysis.fit import LinearModel
 from engine.analysis.labels import is_categorical, stars
-from engine.analysis.lsq import added_ss, qr
+from engine.analysis.lsq import QR, added_ss, qr
 from engine.analysis.options import ANOVA_TYPES
+from engine.analysis.tails import f_p_value
 from engine.model.formula import formulaic_matrix, model_frame
 
 COLUMNS = ["term", "Df", "Sum Sq", "Mean Sq", "F value", "Pr(>F)", "stars"]
@@ -35,12 +37,20 @@ def anova(model: LinearModel, typ: int = 1) -> pd.DataFrame:
     """The ANOVA table of a fitted model, one row per term then ``Residuals``."""
     if typ not in ANOVA_TYPES:
         raise AnalysisError(f"anova type {typ!r}: expected 1, 2 or 3")
-    if typ == 3 and model.aliased_:
-        raise AnalysisError(
-            f"Type III ANOVA: the model has aliased coefficients ({', '.join(model.aliased_)}), so its tests "
-            "would depend on which column lm dropped (car refuses too); use Type II, or drop those terms")
-    rows = {1: _type1, 2: _type2, 3: _type3}[typ](model)
+    if typ == 3:
+        _refuse_aliased(model.aliased_)
+        rows, refit = _type3(model)
+        return _table(rows, refit.rss(model.y_), model.n_ - refit.rank)
+    rows = {1: _type1, 2: _type2}[typ](model)
     return _table(rows, model.qr_.rss(model.y_), model.df_resid_)
+
+
+def _refuse_aliased(aliased: Sequence[str]) -> None:
+    """car refuses Type III with aliased coefficients, in the fit or in its sum-to-zero refit."""
+    if aliased:
+        raise AnalysisError(
+            f"Type III ANOVA: the model has aliased coefficients ({', '.join(aliased)}), so its tests "
+            "would depend on which column lm dropped (car refuses too); use Type II, or drop those terms")
 
 
 def significant_terms(table: pd.DataFrame, threshold: float) -> list[str]:
@@ -77,19 +87,21 @@ def _type2(model: LinearModel) -> list[tuple[str, int, float]]:
     return rows
 
 
-def _type3(model: LinearModel) -> list[tuple[str, int, float]]:
+def _type3(model: LinearModel) -> tuple[list[tuple[str, int, float]], QR]:
+    """The rows and the sum-to-zero refit they come from. Its residuals are the table's, as car's: R codes
+    a factor by contrasts where the term without it lies in an earlier term, so in a model that is not
+    hierarchical (``y ~ x + f:x + f:g``) contr.sum spans other columns than contr.treatment."""
     X, blocks = sum_coded_matrix(model)
     full = qr(X)
-    position = {c: i for i, c in enumerate(full.kept.tolist())}
+    _refuse_aliased([name for name, columns in blocks if not set(columns) <= set(full.kept.tolist())])
     effects = full.effects(model.y_)
     rows = []
     for name, columns in blocks:
-        columns = [position[c] for c in columns if c in position]
         base = [p for p in range(full.rank) if p not in set(columns)]
         ss, df = added_ss(full.R, base, columns, effects)
         if df:
             rows.append((name, df, ss))
-    return rows
+    return rows, full
 
 
 def sum_coded_matrix(model: LinearModel) -> tuple[np.ndarray, list[tuple[str, list[int]]]]:
@@ -148,7 +160,7 @@ def _table(rows: list[tuple[str, int, float]], rss: float, df_resid: int) -> pd.
             records.append((name, 0, np.nan, np.nan, np.nan, np.nan, None))
             continue
         f_value = (ss / df) / (rss / df_resid)
-        p = float(stats.f.sf(f_value, df, df_resid))
+        p = f_p_value(f_value, df, df_resid)
         records.append((name, df, ss, ss / df, f_value, p, stars(p)))
     records.append(("Residuals", df_resid, rss, rss / df_resid, np.nan, np.nan, None))
     return pd.DataFrame.from_records(records, columns=COLUMNS)

@@ -14,13 +14,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import linalg, stats
+from scipy import linalg
 from statsmodels.regression.linear_model import OLS
 
 from engine.analysis.data import AnalysisError, complete_rows
-from engine.analysis.labels import Term, boolean_variables, column_display, model_terms, stars
+from engine.analysis.labels import Term, column_names, model_terms, stars
 from engine.analysis.lsq import qr
 from engine.analysis.options import NCV_ALPHA, TRANSFORMS
+from engine.analysis.tails import f_p_value, t_p_value
 from engine.analysis.transform import (
     BoxCoxProfile,
     PowerTransformResult,
@@ -60,8 +61,7 @@ class LinearModel:
         self.qr_ = qr(rows.matrix.X)
         self.kept_ = self.qr_.kept
         self.X_ = rows.matrix.X[:, self.kept_]
-        booleans = boolean_variables(rows.data)
-        names = [column_display(c, booleans) for c in rows.matrix.columns]
+        names = column_names(rows.matrix.columns, rows.matrix.term_slices)
         self.column_names_ = tuple(names[i] for i in self.kept_)
         kept = set(self.kept_.tolist())
         self.aliased_ = tuple(n for i, n in enumerate(names) if i not in kept)
@@ -100,13 +100,14 @@ class LinearModel:
 
     def _coefficient_tests(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Standard errors, t and p of the coefficients from the QR factor, as R's ``summary.lm``:
-        se_j = σ·‖row j of R⁻¹‖. statsmodels inverts R'R, which loses cond(X)² in accuracy."""
+        se_j = σ·‖row j of R⁻¹‖. statsmodels inverts R'R, which loses cond(X)² in accuracy; p comes from
+        :mod:`engine.analysis.tails`, right where scipy's ``t.sf`` underflows."""
         R_inverse = linalg.solve_triangular(self.qr_.R, np.eye(self.qr_.rank))
         sigma2 = float(self.results_.ssr) / self.df_resid_
         se = np.sqrt(sigma2 * np.einsum("ij,ij->i", R_inverse, R_inverse))
         with np.errstate(divide="ignore", invalid="ignore"):
             t = np.asarray(self.results_.params, dtype=float) / se
-        p = 2.0 * stats.t.sf(np.abs(t), self.df_resid_)
+        p = np.array([t_p_value(float(v), self.df_resid_) for v in t])
         return se, t, p
 
     @property
@@ -262,4 +263,4 @@ def _overall_test(model: LinearModel) -> tuple[float, float, float, int, float]:
     r_squared = mss / (mss + rss)
     adj = 1.0 - (1.0 - r_squared) * (model.n_ - intercept) / df_resid
     f_value = (mss / numdf) / (rss / df_resid)
-    return r_squared, adj, f_value, numdf, float(stats.f.sf(f_value, numdf, df_resid))
+    return r_squared, adj, f_value, numdf, f_p_value(f_value, numdf, df_resid)

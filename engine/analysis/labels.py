@@ -2,7 +2,8 @@
 
 formulaic normalises expressions (``I(x8 ** 2)``, ``I(1 / x)``, ``C(v)[T.2]``, and ``f[hi]`` where a
 factor is coded in full, without intercept); R deparses them as ``I(x8^2)``, ``I(1/x)``, ``C(v)2``,
-``fhi``, and a boolean column is R's logical, whose dummy is ``load_overlapTRUE``. Every table, page
+``fhi``, and a boolean column is R's logical, whose dummies are ``load_overlapFALSE`` and
+``load_overlapTRUE`` (formulaic's ``load_overlap[T.TRUE]``, :mod:`engine.model.formula`). Every table, page
 and export uses these R names. (R 4.2's ``read.csv`` keeps lowercase ``true``/``false`` as strings, so
 R itself names that column ``load_overlaptrue``; Tunelab reads them as booleans.) The helpers here
 translate, and :class:`Term` keeps, for each term, the factor expressions (for car's containment rule)
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -74,20 +76,22 @@ def term_display(label: str) -> str:
     return ":".join(r_expression(f) for f in split_factors(label))
 
 
-def column_display(column: str, boolean_variables: frozenset[str] = frozenset()) -> str:
-    """R's coefficient name for a formulaic model-matrix column."""
-    if column == "Intercept":
-        return "(Intercept)"
+def column_display(column: str) -> str:
+    """R's coefficient name for a model-matrix column other than the intercept's."""
     out = []
     for part in split_factors(column):
         match = _LEVEL.match(part)
-        if match:
-            out.append(r_expression(match.group(1)) + match.group(2))
-        elif part in boolean_variables:
-            out.append(part + "TRUE")
-        else:
-            out.append(r_expression(part))
+        out.append(r_expression(match.group(1)) + match.group(2) if match else r_expression(part))
     return ":".join(out)
+
+
+def column_names(columns: Sequence[str], term_slices: Mapping[str, slice]) -> list[str]:
+    """R's coefficient names of a model matrix's columns. The intercept's is known by its term (``1``), not
+    its name: formulaic calls it ``Intercept``, as a data column may be called."""
+    names = [column_display(c) for c in columns]
+    if "1" in term_slices:
+        names[term_slices["1"].start] = "(Intercept)"
+    return names
 
 
 def is_categorical(factor: str, data: pd.DataFrame) -> bool:
@@ -127,8 +131,3 @@ def model_terms(term_slices: dict[str, slice], data: pd.DataFrame) -> tuple[Term
             variables |= check(factor, data.columns, FORMULA_FUNCTIONS, what="formula term")
         terms.append(Term(label, term_display(label), factors, frozenset(variables), columns))
     return tuple(terms)
-
-
-def boolean_variables(data: pd.DataFrame) -> frozenset[str]:
-    """Columns stored as booleans (shown with R's ``TRUE`` suffix)."""
-    return frozenset(c for c in data.columns if pd.api.types.is_bool_dtype(data[c].dtype))

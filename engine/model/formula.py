@@ -7,6 +7,11 @@ whitelist of :mod:`engine.space.expr` before formulaic evaluates anything, so a 
 the formula's size is bounded before formulaic expands it: its length, the interaction power of
 ``(a + b)^n`` and the number of terms it can expand to. Numeric columns are evaluated as float64, R's
 doubles, so ``I(x^20)`` is R's number, not an int64 that wrapped around.
+
+The matrix itself follows R's ``model.matrix``, not formulaic's own rank rules (:class:`_RMaterializer`):
+which factors get contrasts and which a column per level, a logical column as a two-level factor
+(``bFALSE``, ``bTRUE``), and the intercept's column (term ``1``) apart from a data column named
+``Intercept``, which formulaic names alike.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from collections.abc import Callable, Container, Iterable, Sequence
+from collections.abc import Callable, Container, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -22,10 +27,13 @@ import numpy as np
 import pandas as pd
 from formulaic import Formula
 from formulaic import model_matrix as _formulaic_model_matrix
+from formulaic.materializers import PandasMaterializer
+from formulaic.materializers.types import ScopedFactor, ScopedTerm
 from formulaic.parser import DefaultFormulaParser
 from formulaic.parser.algos.tokenize import tokenize
-from formulaic.parser.types import ASTNode, Token
+from formulaic.parser.types import ASTNode, Factor, Term, Token
 from formulaic.transforms import C as _formulaic_C
+from interface_meta import override
 
 from engine.errors import brief
 from engine.space.expr import FORMULA_FUNCTIONS, ExpressionError, check, quiet_parser_warnings, screen
@@ -254,10 +262,83 @@ def model_matrix(formula: str | ParsedFormula, data: pd.DataFrame) -> ModelMatri
 
 
 def formulaic_matrix(spec: Formula, frame: pd.DataFrame) -> Any:
-    """formulaic's model matrix of ``spec`` over a :func:`model_frame`, with this module's functions
-    (``sqrt``, ``abs``, R-named integer levels in ``C``); division by zero and overflow give inf/nan, as in R."""
+    """formulaic's model matrix of ``spec`` over a :func:`model_frame`, coded as R codes it
+    (:class:`_RMaterializer`), with this module's functions (``sqrt``, ``abs``, R-named integer levels in
+    ``C``); division by zero and overflow give inf/nan, as in R. A numpy matrix: a pandas one would merge
+    the intercept's column with a data column named ``Intercept``, which formulaic names alike."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        return _formulaic_model_matrix(spec, frame, na_action="ignore", context=_FUNCTIONS)
+        return _formulaic_model_matrix(spec, frame, na_action="ignore", context=_FUNCTIONS,
+                                       materializer=_RMaterializer, output="numpy")
+
+
+def full_coding(terms: Sequence[Sequence[str]], categorical: Container[str], intercept: bool) -> list[set[str]]:
+    """Per term (the intercept left out, in R's order), the categorical factors R codes with a column per
+    level instead of contrasts (``terms.formula``'s TermCode, then ``model.matrix``): a factor f of a term T
+    when T without f is not empty and lies inside no term before T; and, without an intercept, the first
+    categorical factor of the first term that has one (``y ~ 0 + b + x`` codes ``bFALSE`` and ``bTRUE``)."""
+    full: list[set[str]] = []
+    for i, term in enumerate(terms):
+        rest = [set(term) - {f} for f in term]
+        full.append({f for f, others in zip(term, rest) if f in categorical and others
+                     and not any(others <= set(before) for before in terms[:i])})
+    if not intercept:
+        first = next(((i, f) for i, term in enumerate(terms) for f in term if f in categorical), None)
+        if first is not None:
+            full[first[0]].add(first[1])
+    return full
+
+
+#: R's levels of a logical, in R's order (its coefficients are ``bFALSE`` and ``bTRUE``).
+LOGICAL_LEVELS = ("FALSE", "TRUE")
+
+
+class _RMaterializer(PandasMaterializer):  # type: ignore[misc]  # formulaic ships no type information
+    """formulaic's pandas materializer with R's ``model.matrix`` rules in place of its own: each
+    categorical factor coded by contrasts or by a column per level as :func:`full_coding` says (formulaic
+    keeps a matrix structurally full-rank its own way, which names and spans other columns), and a
+    logical column as R's logical: a factor with levels FALSE and TRUE where the formula names it, a
+    0/1 number inside an expression (``I(b * x)``). Registered by name only (a model spec keeps the
+    name), so formulaic's default for pandas data stays its own."""
+
+    REGISTER_NAME = "tunelab-r"
+    data: pd.DataFrame
+    logical: set[str]
+
+    @override
+    def _init(self) -> None:
+        """Logical columns noted, and held as 0/1 numbers for expressions (R's coercion)."""
+        super()._init()
+        self.logical = {c for c in self.data.columns if pd.api.types.is_bool_dtype(self.data[c].dtype)}
+        self.data = self.data.astype(dict.fromkeys(self.logical, float))
+
+    @override
+    def _lookup(self, name: str) -> Any:
+        """A column the formula names as it is: a logical one is R's two-level factor."""
+        values, variables = super()._lookup(name)
+        if name in self.logical:
+            codes = np.asarray(values, dtype=np.int8)
+            values = pd.Series(pd.Categorical.from_codes(codes, LOGICAL_LEVELS), index=values.index, name=name)
+        return values, variables
+
+    @override
+    def _get_scoped_terms(self, terms: Iterable[Term], ensure_full_rank: bool = True
+                          ) -> Generator[tuple[Term, Iterable[ScopedTerm]], None, None]:
+        """Each term once, its categorical factors coded as :func:`full_coding` says (formulaic's own rule
+        keeps the matrix full-rank its way: it splits ``~ f:g`` into ``g`` and ``f:g`` columns, and codes
+        ``~ 0 + x + x:b`` by contrasts where R gives ``x:bFALSE`` and ``x:bTRUE``)."""
+        terms = list(terms)
+        evaluated = {term: [self.factor_cache[f.expr] for f in term.factors] for term in terms}
+        constant = {term for term, factors in evaluated.items()
+                    if all(f.metadata.kind is Factor.Kind.CONSTANT for f in factors)}  # the intercept
+        categorical = {f.expr for factors in evaluated.values() for f in factors
+                       if f.metadata.kind is Factor.Kind.CATEGORICAL}
+        others = [term for term in terms if term not in constant]
+        full = dict(zip(others, full_coding([[f.expr for f in t.factors] for t in others], categorical,
+                                            intercept=bool(constant))))
+        for term in terms:
+            factors = [ScopedFactor(f, reduced=f.expr not in full.get(term, ())) for f in evaluated[term]
+                       if f.metadata.kind is not Factor.Kind.CONSTANT]
+            yield term, [ScopedTerm(factors)]
 
 
 def _build(parsed: ParsedFormula, frame: pd.DataFrame) -> ModelMatrix:
@@ -269,7 +350,7 @@ def _build(parsed: ParsedFormula, frame: pd.DataFrame) -> ModelMatrix:
     slices = {str(term): sl for term, sl in rhs.model_spec.term_slices.items()}
     return ModelMatrix(
         X=np.asarray(rhs, dtype=float),
-        columns=tuple(str(c) for c in rhs.columns),
+        columns=tuple(str(c) for c in rhs.model_spec.column_names),
         term_slices=slices,
         y=y,
         formula=parsed,
@@ -291,12 +372,15 @@ _FUNCTIONS = {"C": _categorical, "sqrt": np.sqrt, "abs": np.abs}
 
 def model_frame(data: pd.DataFrame, variables: Container[str]) -> pd.DataFrame:
     """Only the used columns; numbers as float64 (R's doubles: ``I(x^20)`` cannot wrap around in int64),
-    booleans as 0/1 (R's ``xTRUE`` dummy), strings as categoricals."""
+    booleans as booleans (R's logicals, also when missing values left them in an object column), strings
+    as categoricals."""
     frame = data.loc[:, [c for c in data.columns if c in variables]].copy()
     for name in frame.columns:
         col = frame[name]
-        if pd.api.types.is_bool_dtype(col.dtype) or pd.api.types.is_integer_dtype(col.dtype):
+        if pd.api.types.is_integer_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype):
             frame[name] = col.astype(float)
+        elif col.dtype == object and pd.api.types.infer_dtype(col, skipna=False) == "boolean":
+            frame[name] = col.astype(bool)
         elif col.dtype == object or pd.api.types.is_string_dtype(col):
             frame[name] = pd.Categorical(col.astype(str))
     return frame

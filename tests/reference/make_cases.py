@@ -59,7 +59,49 @@ def booleans(rng: np.random.Generator) -> pd.DataFrame:
     return d
 
 
+def intercept_column(rng: np.random.Generator) -> pd.DataFrame:
+    """A numeric column named ``Intercept``: a variable to R, apart from the intercept ``(Intercept)``."""
+    n = 30
+    d = pd.DataFrame({"Intercept": rng.uniform(0, 5, n).round(3), "x": rng.uniform(0, 5, n).round(3)})
+    d["y"] = (1 + d.Intercept + 0.5 * d.Intercept**2 + d.x - 0.3 * d.Intercept * d.x + rng.normal(size=n)).round(4)
+    return d
+
+
+def reserved_names(rng: np.random.Generator) -> pd.DataFrame:
+    """Columns named like constants or functions of numpy, formulaic or R (``np``, ``pi``, ``T``, ``inf``,
+    ``center``, ``Q``), used as variables: R reads each as the column."""
+    n = 30
+    d = pd.DataFrame({name: rng.uniform(-2, 2, n).round(3) for name in ("np", "pi", "T", "inf", "center", "Q")})
+    d["y"] = (d.np - 2 * d.pi + d["T"] * d.np + 0.5 * d["inf"] ** 2 + d.center + rng.normal(size=n) * 0.5).round(4)
+    return d
+
+
+def logical_factors(rng: np.random.Generator) -> pd.DataFrame:
+    """A logical, two categorical factors and a number, for R's coding without an intercept (the first
+    factor gets a column per level, also inside an interaction) and for its rule on interactions."""
+    n = 36
+    d = pd.DataFrame({"b": rng.choice([True, False], n), "f": rng.choice(["lo", "mid", "hi"], n),
+                      "g": rng.choice(["u", "v"], n), "x": rng.uniform(0, 4, n).round(3)})
+    d["y"] = (1 + 2 * d.b + (d.f == "hi") - 0.5 * d.x * (d.g == "v") + 0.7 * d.x * d.b
+              + rng.normal(size=n) * 0.6).round(4)
+    d["b"] = d["b"].map({True: "TRUE", False: "FALSE"})  # R reads these as logical
+    return d
+
+
+def tiny_p(rng: np.random.Generator) -> pd.DataFrame:
+    """A close fit on (40, 194) df: the overall F test's p is about 1e-298, where scipy's ``f.sf`` (both
+    df even) is per cents off R's ``pf``."""
+    levels = [f"l{i:02d}" for i in range(39)]
+    f = [*np.repeat(levels, 6), levels[0]]
+    n = len(f)
+    d = pd.DataFrame({"f": f, "x1": rng.uniform(0, 1, n).round(3), "x2": rng.uniform(0, 1, n).round(3)})
+    effect = dict(zip(levels, rng.normal(size=len(levels))))
+    d["y"] = (d.f.map(effect) + 3 * d.x1 - 2 * d.x2 + rng.normal(size=n) * 0.034).round(6)
+    return d
+
+
 if __name__ == "__main__":
-    for seed, make in enumerate((collision, functions, aliased, no_intercept, booleans), start=12):
+    for seed, make in enumerate((collision, functions, aliased, no_intercept, booleans, intercept_column,
+                                 reserved_names, logical_factors, tiny_p), start=12):
         make(np.random.default_rng(seed)).to_csv(CASES / f"{make.__name__}.csv", index=False)
         print("wrote", make.__name__)

@@ -89,5 +89,36 @@ grid <- list(c(12.5, 3, 20), c(1000, 8, 500), c(3000, 2, 1000), c(5000, 1, 2000)
              c(1e21, 1, 30), c(40, 1, 1))
 tails <- arr(sapply(grid, function(g) obj(F = num(g[1]), df1 = num(g[2]), df2 = num(g[3]),
                                           log_p = num(pf(g[1], g[2], g[3], lower.tail = FALSE, log.p = TRUE)))))
-writeLines(obj(r_version = str(R.version.string), tails = tails), file.path(here, "r", "f_tails.json"))
+
+# The p-values themselves, F's (pf) and two-sided t's (summary.lm's 2 * pt(-|t|, df)), where scipy's f.sf is
+# off (both df even, p < 1e-280) or underflows, down to the smallest subnormal doubles. Each statistic is the
+# root, in log scale, of R's own log p at the target log10 p, so each p lies where it was meant to.
+root <- function(gap) exp(uniroot(function(l) gap(exp(l)), c(log(1e-3), log(1e300)), tol = 1e-15)$root)
+f_grid <- list(c(40, 200, -298), c(24, 2000, -298), c(40, 2000, -279), c(40, 194, -299), c(10, 100, -305),
+               c(2, 500, -300), c(3, 20, -310), c(5, 60, -320), c(1, 30, -323), c(8, 40, -100), c(4, 50, -5))
+p_tails <- arr(sapply(f_grid, function(g) {
+  f <- root(function(f) pf(f, g[1], g[2], lower.tail = FALSE, log.p = TRUE) / log(10) - g[3])
+  obj(F = num(f), df1 = num(g[1]), df2 = num(g[2]), p = num(pf(f, g[1], g[2], lower.tail = FALSE)))
+}))
+t_grid <- list(c(5, -300), c(30, -320), c(200, -310), c(1, -150), c(10, -3), c(3, -50), c(1000, -200), c(194, -323))
+t_tails <- arr(sapply(t_grid, function(g) {
+  t <- root(function(t) (log(2) + pt(t, g[1], lower.tail = FALSE, log.p = TRUE)) / log(10) - g[2])
+  obj(t = num(t), df = num(g[1]), p = num(2 * pt(-t, g[1])))
+}))
+writeLines(obj(r_version = str(R.version.string), tails = tails, p_tails = p_tails, t_tails = t_tails),
+           file.path(here, "r", "f_tails.json"))
 cat("wrote f_tails\n")
+
+# model.matrix's column names where R's coding rule decides between contrasts and a column per level: without
+# an intercept (the first factor gets every level, also inside an interaction), and where a term without one
+# of its factors lies inside an earlier term (contrasts) or not (every level).
+formulas <- c("~ 0 + b + x", "~ 0 + x + b", "~ 0 + x + x:b", "~ 0 + b:x", "~ 0 + f + b", "~ 0 + b + f", "~ 0 + f:g",
+              "~ 0 + x + f:g", "~ 0 + f + f:g", "~ 0 + g + f:g", "~ 0 + x:f + g", "~ 0 + f + g + f:g", "~ 0 + x:f + x:g",
+              "~ 0 + x:b + b", "~ 0 + b + x + b:x", "~ x + x:b", "~ b + b:x", "~ f:g", "~ f + f:g", "~ g + f:g",
+              "~ x + f:x + f:g", "~ x + b:f", "~ b*f*g")
+data <- read.csv(file.path(here, "cases", "logical_factors.csv"))
+matrices <- arr(sapply(formulas, function(f) obj(
+  formula = str(f), columns = arr(vapply(colnames(model.matrix(as.formula(f), data)), str, "")))))
+writeLines(obj(r_version = str(R.version.string), data = str("logical_factors.csv"), matrices = matrices),
+           file.path(here, "r", "model_matrix_names.json"))
+cat("wrote model_matrix_names\n")
