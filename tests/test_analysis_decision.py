@@ -19,9 +19,9 @@ def laplacian():
     return model, space
 
 
-def test_proposal_fixes_every_factor_of_a_significant_term_at_the_predicted_best(laplacian):
+def test_the_term_rule_fixes_every_factor_of_a_significant_term_at_the_predicted_best(laplacian):
     model, space = laplacian
-    decision = propose_decision(model, 0.05, candidates=space)
+    decision = propose_decision(model, 0.05, candidates=space, rule="term")
     table = anova(model, 1).set_index("term")
     # Significant on the log scale: I(1/y_component_number), vector_length, lws_y, I(1/lws_y),
     # elements_number, threads_number, I(1/threads_number).
@@ -87,7 +87,10 @@ def test_nothing_significant_proposes_nothing():
     model = LinearModel("Y ~ x2 + x4 + x6").fit(pd.DataFrame(case["data"]))
     decision = propose_decision(model, 0.001, best={"x2": 1, "x4": 1, "x6": 1})
     assert decision.proposed["fix"] == {} and decision.proposed["formula"] == "Y ~ x2 + x4 + x6"
-    assert decision.explanation[0].startswith("no term has p < 0.001")
+    assert decision.explanation[0] == "no factor has Holm-adjusted p < 0.001: nothing to fix; the model stays as it is"
+    assert all(line.endswith("— left free") for line in decision.explanation[1:]) and len(decision.explanation) == 4
+    term = propose_decision(model, 0.001, best={"x2": 1, "x4": 1, "x6": 1}, rule="term")
+    assert term.explanation == ("no term has p < 0.001: nothing to fix; the model stays as it is",)
 
 
 def test_proposal_needs_a_place_to_choose_levels_and_a_sane_threshold():
@@ -96,3 +99,44 @@ def test_proposal_needs_a_place_to_choose_levels_and_a_sane_threshold():
         propose_decision(model, 0.05)
     with pytest.raises(AnalysisError, match="threshold"):
         propose_decision(model, 5, best={"x1": 1})
+
+
+def test_the_factor_rule_tests_each_factor_s_terms_together_and_adjusts_across_factors(laplacian):
+    """Laplacian step 1: lws_y alone survives Holm's adjustment over the 7 factors (elements_number: p = 0.0087,
+    adjusted 0.052); every factor's line gives F, its df, the raw and the adjusted p."""
+    model, space = laplacian
+    decision = propose_decision(model, 0.05, candidates=space)
+    tests = pd.DataFrame(decision.evidence["factor_tests"]).set_index("factor")
+    assert decision.proposed["fix"] == {"lws_y": 1} and tests.loc["lws_y", "adjusted p"] < 0.05
+    assert 0.05 < tests.loc["elements_number", "adjusted p"] < 0.06 and tests.loc["elements_number", "Pr(>F)"] < 0.01
+    assert decision.explanation[0].startswith("lws_y (lws_y, I(1/lws_y)): F = 16.4 on 2 and 12 df, p = 0.00037, "
+                                              "Holm-adjusted p = 0.0026 — fix at 1, predicted -99% time_per_pixel")
+    assert len(decision.explanation) == len(model.variables_) == len(tests)
+    assert decision.proposed["formula"] == decision.next_formula({"lws_y": 1})
+    assert Decision.from_record(json.loads(json.dumps(decision.to_record()))).rule == "factor"
+
+
+def test_the_proposal_s_levels_are_the_model_s_optimum_over_the_space_not_a_sample_s_best():
+    """Issue 30 §1: the Design page's defaults (D-optimal, full cubic, 50 runs + the 12 screening runs) then
+    Analyze proposed the best of 20,000 sampled rows of 214 M configurations."""
+    from engine.analysis.optimum import model_optimum
+    from engine.io.spec import TEMPLATES, parse_spec
+    from engine.runners.synthetic import evaluate
+    from engine.space.configs import config_keys
+
+    spec = parse_spec(TEMPLATES["Paper toy problem (8 factors)"], "yaml")
+    data = spec.space.sample(62, seed=3)
+    data["y"] = evaluate(spec.runner, data, config_keys(spec.space, data))
+    cubic = "y ~ " + " + ".join([f"x{i}" for i in range(1, 9)] + [f"I(x{i}^{p})" for p in (2, 3) for i in range(1, 9)])
+    model = LinearModel(cubic).fit(data)
+    decision = propose_decision(model, 0.05, candidates=spec.space)
+    optimum = model_optimum(model, spec.space)
+    best = decision.evidence["predicted_best"]
+    assert best["point"] == optimum.point and best["predicted"] == optimum.predicted
+    assert best["method"] == "coordinate descent" and best["evaluated"] == optimum.evaluated and best["starts"] >= 32
+    assert decision.proposed["fix"] and decision.proposed["fix"] == {k: optimum.point[k] for k in decision.proposed["fix"]}
+    sampled = predicted_minimum(model, spec.space.sample(20_000, seed=0))
+    assert optimum.predicted < sampled.predicted - 0.1  # here 0.42 lower
+    step2 = propose_decision(model, 0.05, candidates=spec.space, fixed=decision.proposed["fix"])
+    assert step2.evidence["predicted_best"]["method"] == "exact"  # 11^(8 - fixed) configurations left
+    assert {k: step2.evidence["predicted_best"]["point"][k] for k in decision.proposed["fix"]} == decision.proposed["fix"]

@@ -76,10 +76,10 @@ def test_screening_flags_x3_x5_x7_x8_with_x1_marginal(pb):
 def test_screening_decision_fixes_the_significant_factors(pb):
     model = LinearModel("Y ~ x1 + x2 + x3 + x4 + x5 + x6 + x7 + x8").fit(pb)
     corners = pd.DataFrame(np.array(np.meshgrid(*[[-1, 1]] * 8)).reshape(8, -1).T, columns=[f"x{i}" for i in range(1, 9)])
-    strict = propose_decision(model, 0.05, candidates=corners)
+    strict = propose_decision(model, 0.05, candidates=corners, rule="term")  # the paper's rule: any starred term
     assert set(strict.proposed["fix"]) == {"x3", "x5", "x7", "x8"}
     assert strict.proposed["formula"] == "Y ~ x1 + x2 + x4 + x6"
-    assert set(propose_decision(model, 0.1, candidates=corners).proposed["fix"]) == {"x1", "x3", "x5", "x7", "x8"}
+    assert set(propose_decision(model, 0.1, candidates=corners, rule="term").proposed["fix"]) == {"x1", "x3", "x5", "x7", "x8"}
 
 
 def test_linear_model_on_the_screening_runs_misses_the_optimum(pb, grid):

@@ -76,9 +76,11 @@ def test_steppable_dlmt_waits_for_a_person_and_applies_an_edit(table):
     assert "d" not in {t for t in s.decisions[-1].chosen["formula"].split("~")[1].replace(" ", "").split("+")}
 
 
-def test_fast_and_full_analyses_make_the_same_decisions(table):
-    fast = drive(make_strategy("DLMT", table.domain, 50, seed=4), table.evaluate)
-    full = drive(make_strategy("DLMT", table.domain, 50, seed=4, options={"analysis": "full"}), table.evaluate)
+@pytest.mark.parametrize("options", [{}, {"rule": "term"}, {"fix": "all"}, {"rule": "term", "fix": "all"},
+                                     {"adjust": "fdr"}])
+def test_fast_and_full_analyses_make_the_same_decisions(table, options):
+    fast = drive(make_strategy("DLMT", table.domain, 50, seed=4, options=options), table.evaluate)
+    full = drive(make_strategy("DLMT", table.domain, 50, seed=4, options={**options, "analysis": "full"}), table.evaluate)
     assert [d.chosen["fix"] for d in fast.decisions] == [d.chosen["fix"] for d in full.decisions]
     assert [d.transform for d in fast.decisions] == [d.transform for d in full.decisions]
     assert full.history().equals(fast.history())
@@ -216,7 +218,7 @@ def test_the_predicted_best_keeps_the_best_measurement_s_levels_where_the_model_
 
 
 def test_auto_with_a_local_hand_off_and_no_patience_measures_what_dlmt_measures(table):
-    dlmt = drive(make_strategy("DLMT", table.domain, 50, seed=4), table.evaluate).history()
+    dlmt = drive(make_strategy("DLMT", table.domain, 50, seed=4, options={"rule": "term"}), table.evaluate).history()
     auto = make_strategy("AUTO", table.domain, 50, seed=4, options={"then": "local", "patience": 0})
     assert dlmt[table.space.names].equals(drive(auto, table.evaluate).history()[table.space.names])
 
@@ -245,3 +247,53 @@ def test_a_subspace_measured_whole_ends_the_steps_instead_of_refitting_it(table)
     drive(s, table.evaluate)
     assert len(rows) == 18 and s.log[0].get("exhaustive") and "design" not in s.log[0]
     assert s.used == 40 and (s.history()["step"] > 1).sum() == 40 - 18  # the local search took the budget left
+
+
+def _toy_step(options: dict):
+    """A DLMT over the toy's space, full cubic, told the 60 runs of the R reference data (tests/reference/r/
+    factor_tests.json), and its first step's analysis and decision."""
+    import json
+
+    import pandas as pd
+
+    from engine.io.paths import REPO_ROOT
+    from engine.io.spec import TEMPLATES, parse_spec
+    from engine.strategies.domain import Domain
+
+    space = parse_spec(TEMPLATES["Paper toy problem (8 factors)"], "yaml").space
+    data = pd.DataFrame(json.loads((REPO_ROOT / "tests" / "reference" / "r" / "factor_tests.json").read_text())["data"])
+    cubic = [f"x{i}" for i in range(1, 9)] + [f"I(x{i}^{p})" for p in (2, 3) for i in range(1, 9)]
+    s = make_strategy("DLMT", Domain(space), 100, seed=0,
+                      options={"formula": cubic, "transform": "none", "fix": "all", **options})
+    runs = space.to_level_index(data)
+    s.tell_index(runs, data["y"].to_numpy())
+    analysis = s._analyse(runs, None)  # the runs as the subspace's candidates: all of them are fitted
+    return data, cubic, analysis, s._decision(*analysis)
+
+
+def test_the_factor_rule_leaves_an_inert_factor_with_one_lucky_term_free():
+    """Issue 30 §2 in the strategy: I(x6^2) has p = 0.005 on these runs (x6 is inert); the paper's term rule fixes
+    x6, the whole-factor test (Holm over the 8 factors) does not, and its p-values are engine.analysis's."""
+    from engine.analysis.factor_tests import factor_tests
+
+    _, _, _, term = _toy_step({"rule": "term"})
+    assert "x6" in term.proposed["fix"]
+    data, cubic, analysis, factor = _toy_step({})
+    assert not {"x2", "x4", "x6"} & set(factor.proposed["fix"]) and {"x1", "x3", "x5"} <= set(factor.proposed["fix"])
+    assert factor.rule == "factor" and any(line.startswith("x6 (x6, I(x6^2), I(x6^3)): ") and line.endswith("left free")
+                                          for line in factor.explanation)
+    ours = analysis[2].set_index("factor")
+    reference = factor_tests(LinearModel("y ~ " + " + ".join(cubic)).fit(data)).set_index("factor")
+    np.testing.assert_allclose(ours.loc[reference.index, ["F value", "Pr(>F)", "adjusted p"]].to_numpy(dtype=float),
+                               reference[["F value", "Pr(>F)", "adjusted p"]].to_numpy(dtype=float), rtol=1e-9)
+    assert factor.evidence["factor_tests"][0]["factor"] == reference.index[0]
+
+
+def test_the_paper_preset_and_auto_keep_the_term_rule_while_dlmt_tests_whole_factors(table):
+    assert PAPER["rule"] == "term"
+    assert make_strategy("DLMT", table.domain, 40, seed=0, options=PAPER).rule == "term"
+    assert make_strategy("AUTO", table.domain, 40, seed=0).rule == "term"
+    dlmt = make_strategy("DLMT", table.domain, 40, seed=0)
+    assert (dlmt.rule, dlmt.adjust) == ("factor", "holm")
+    with pytest.raises(UserError, match="rule"):
+        make_strategy("DLMT", table.domain, 40, seed=0, options={"rule": "terms"})

@@ -23,7 +23,9 @@ _EXPORTS = {
     "decision": ("Decision", "propose_decision"),
     "diagnostics": ("qq_data", "residual_diagnostics"),
     "effects": ("effect_screening", "interaction_effects", "main_effects"),
+    "factor_tests": ("adjusted_p", "factor_tests"),
     "fit": ("FitSummary", "LinearModel", "coefficient_table", "fit_summary"),
+    "optimum": ("Optimum", "model_optimum"),
     "prediction": ("Argmin", "Refinement", "argmin", "candidate_matrix", "predict", "predicted_minimum", "refine_neighbourhood"),
     "summary": ("Analysis", "analyze"),
     "labels": ("Term", "stars"),
@@ -43,12 +45,16 @@ if TYPE_CHECKING:  # what mypy sees of the lazy names (_EXPORTS is what runs); k
     from engine.analysis.effects import effect_screening as effect_screening
     from engine.analysis.effects import interaction_effects as interaction_effects
     from engine.analysis.effects import main_effects as main_effects
+    from engine.analysis.factor_tests import adjusted_p as adjusted_p
+    from engine.analysis.factor_tests import factor_tests as factor_tests
     from engine.analysis.fit import FitSummary as FitSummary
     from engine.analysis.fit import LinearModel as LinearModel
     from engine.analysis.fit import coefficient_table as coefficient_table
     from engine.analysis.fit import fit_summary as fit_summary
     from engine.analysis.labels import Term as Term
     from engine.analysis.labels import stars as stars
+    from engine.analysis.optimum import Optimum as Optimum
+    from engine.analysis.optimum import model_optimum as model_optimum
     from engine.analysis.prediction import Argmin as Argmin
     from engine.analysis.prediction import Refinement as Refinement
     from engine.analysis.prediction import argmin as argmin

@@ -1,4 +1,5 @@
-"""Effects as data: model-based main-effect and interaction means, and effect screening.
+"""Effects as data: model-based main-effect and interaction means, effect screening, and the effect
+summary's pruning under the model's hierarchy.
 
 Main-effect and interaction plots show least-squares means (the model's mean response over a balanced
 reference grid, with confidence intervals, on the response's own scale, the one a person reads): an
@@ -6,6 +7,12 @@ unbalanced design's raw marginal means would mix the effects of correlated facto
 ranks the model's coefficients by *scaled estimates* — half the change of the fitted response over
 each column's observed range — so effects of factors on different scales compare, and pairs them
 with half-normal quantiles for a Daniel plot.
+
+Pruning keeps the model hierarchical, as JMP's stepwise does for an effect and the effects containing it
+("if Stepwise removes Ct or T, it must also remove Ct*T"): removing a term removes every term that contains
+it (``x6`` takes ``I(x6^2)``, ``I(x6^3)`` and ``x6:x3`` with it, and the page says so), and the least
+significant term offered for removal is one no other term contains. A model left with ``I(x6^2)`` but no
+``x6`` changes meaning with the origin of x6, and its factor tests mix in what the lower term carried.
 """
 
 from __future__ import annotations
@@ -21,10 +28,12 @@ from scipy import stats
 
 from engine.analysis.data import AnalysisError
 from engine.analysis.fit import LinearModel
-from engine.analysis.labels import stars
+from engine.analysis.labels import Term, stars
 from engine.analysis.prediction import candidate_matrix, predict
 from engine.analysis.tails import log_worth
+from engine.errors import UserError
 from engine.model.formula import formula_text
+from engine.model.terms import term_parts
 
 #: Largest grid of categorical levels a mean averages over; beyond it, those factors sit at their mode.
 MAX_GRID = 2_000
@@ -130,26 +139,58 @@ def strongest_pair(model: LinearModel, anova_table: pd.DataFrame) -> tuple[str, 
 
 def effect_summary(model: LinearModel, anova_table: pd.DataFrame) -> pd.DataFrame:
     """JMP's effect summary: one row per model term with its LogWorth (−log10 p; 2 is p = 0.01, exact
-    even where p underflows a double), most significant first — what a person prunes from."""
+    even where p underflows a double), most significant first — what a person prunes from; ``^`` (JMP's
+    caret) marks a term that another term of the model contains."""
     by_term = anova_table.set_index("term")
     df_resid = float(by_term.loc["Residuals", "Df"]) if "Residuals" in by_term.index else float(model.df_resid_)
     rows = []
     for term in model.terms_:
+        contained = "^" if any(contains(other, term, model.variables_) for other in model.terms_) else ""
         if term.display in by_term.index and by_term.loc[term.display, "Df"] > 0:  # 0 df: inside the others' span
             row = by_term.loc[term.display]
             worth = log_worth(float(row["F value"]), float(row["Df"]), df_resid)
-            rows.append((term.display, float(row["Pr(>F)"]), worth))
+            rows.append((term.display, float(row["Pr(>F)"]), worth, contained))
         else:
-            rows.append((term.display, np.nan, np.nan))
-    table = pd.DataFrame(rows, columns=["term", "Pr(>F)", "LogWorth"])
+            rows.append((term.display, np.nan, np.nan, contained))
+    table = pd.DataFrame(rows, columns=["term", "Pr(>F)", "LogWorth", "^"])
     return table.sort_values("LogWorth", ascending=False, kind="stable", na_position="last")[
-        ["term", "LogWorth", "Pr(>F)"]].reset_index(drop=True)
+        ["term", "LogWorth", "Pr(>F)", "^"]].reset_index(drop=True)
+
+
+def contains(outer: Term, inner: Term, names: Sequence[str]) -> bool:
+    """Whether ``outer`` contains ``inner`` under the polynomial hierarchy: every factor of ``inner`` is in
+    ``outer`` at the same or a higher power (``x`` is in ``I(x^2)``, ``I(x^3)`` and ``x:z``; ``I(x^2)`` in
+    ``I(x^3)``; ``I(1/x)`` only in terms with ``I(1/x)``). Terms outside that grammar (``log(x)``, ``C(f)``)
+    follow car's rule: every factor expression of ``inner`` is one of ``outer``'s."""
+    if outer is inner or outer.display == inner.display:
+        return False
+    try:
+        big, small = dict(term_parts(outer.display, names)), term_parts(inner.display, names)
+    except UserError:
+        return outer.contains(inner)
+    return all(f in big and (big[f] == p or 0 < p < big[f]) for f, p in small)
+
+
+def containing_terms(model: LinearModel, terms: Sequence[str]) -> list[str]:
+    """The model's other terms that contain one of ``terms`` (R display names): what removing them takes along."""
+    asked = [t for t in model.terms_ if t.display in set(terms)]
+    return [t.display for t in model.terms_
+            if t.display not in set(terms) and any(contains(t, inner, model.variables_) for inner in asked)]
 
 
 def formula_without(model: LinearModel, terms: Sequence[str]) -> str:
-    """The model's formula less ``terms`` (R-style display names), intercept kept as it was."""
-    kept = [t.display for t in model.terms_ if t.display not in set(terms)]
+    """The model's formula less ``terms`` (R display names) and every term containing one of them, so the
+    model stays hierarchical; the intercept kept as it was."""
+    gone = set(terms) | set(containing_terms(model, terms))
+    kept = [t.display for t in model.terms_ if t.display not in gone]
     return formula_text(model.response_, kept, model.formula_.has_intercept)
+
+
+def weakest_term(model: LinearModel, summary: pd.DataFrame) -> str | None:
+    """The least significant term of an :func:`effect_summary` that no other term contains (removing it
+    takes nothing else along); None for a model without terms."""
+    free = summary[summary["^"] == ""]
+    return str(free["term"].iloc[-1]) if len(free) else None
 
 
 def effect_screening(model: LinearModel) -> pd.DataFrame:

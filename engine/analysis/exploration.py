@@ -4,7 +4,7 @@ explained variation (importance), and the predicted surface over a pair of facto
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -14,12 +14,14 @@ from engine.analysis.fit import LinearModel
 from engine.analysis.prediction import predict
 
 
-def profile(model: LinearModel, at: Mapping[str, Any], level: float = 0.95) -> pd.DataFrame:
+def profile(model: LinearModel, at: Mapping[str, Any], level: float = 0.95,
+            levels_of: Mapping[str, Sequence[Any]] | None = None) -> pd.DataFrame:
     """For each model factor, the predicted mean response (with its confidence interval) at each of its
-    levels, every other factor held at ``at``: one panel of the profiler per factor."""
+    levels (``levels_of``, e.g. the space's, else those of the fitted data), every other factor held at
+    ``at``: one panel of the profiler per factor."""
     parts = []
     for factor in model.variables_:
-        levels = natural_levels(model.data_[factor])
+        levels = list(levels_of[factor]) if levels_of and factor in levels_of else natural_levels(model.data_[factor])
         rows = pd.DataFrame([{**at, factor: value} for value in levels])
         predicted = predict(model, rows, level, interval="confidence")
         parts.append(pd.DataFrame({"factor": factor, "level": pd.Series(levels, dtype=object),

@@ -9,6 +9,11 @@ TRANSFORMS = ("none", "log", "boxcox", "boxcox-round", "auto", "auto-round")
 ANOVA_TYPES = (1, 2, 3)
 #: How repeated measurements of one configuration enter the fit.
 REPEATS = ("all", "mean")
+#: What decides that a factor gets fixed: one joint test of all its terms ("factor", adjusted across the
+#: factors), or any single term below the threshold ("term", the DLMT paper's rule).
+FACTOR_RULES = ("factor", "term")
+#: Multiplicity adjustments of the factor tests: Holm (family-wise), Benjamini–Hochberg (FDR), or none.
+ADJUSTMENTS = ("holm", "fdr", "none")
 #: The automatic rule's threshold on ncvTest's p-value (Orio's DLMT).
 NCV_ALPHA = 0.05
 

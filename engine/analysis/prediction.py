@@ -98,7 +98,8 @@ class Argmin:
         }
 
 
-def _mask(candidates: pd.DataFrame, valid: Validity) -> np.ndarray:
+def valid_mask(candidates: pd.DataFrame, valid: Validity) -> np.ndarray:
+    """Which candidate rows ``valid`` (a mask, a function of the rows, or None: all) keeps."""
     if valid is None:
         return np.ones(len(candidates), dtype=bool)
     mask = np.asarray(valid(candidates) if callable(valid) else valid, dtype=bool)
@@ -109,7 +110,7 @@ def _mask(candidates: pd.DataFrame, valid: Validity) -> np.ndarray:
 
 def argmin(prediction: pd.DataFrame, candidates: pd.DataFrame, valid: Validity = None) -> Argmin:
     """The first minimum of ``fit`` among valid rows (R's ``which.min``), and the rows tied with it."""
-    mask = _mask(candidates, valid)
+    mask = valid_mask(candidates, valid)
     if not mask.any():
         raise AnalysisError("candidates: no valid row to minimise over")
     fit = np.where(mask, prediction["fit"].to_numpy(), np.inf)
@@ -175,7 +176,7 @@ def refine_neighbourhood(
         rows = _neighbours(current, movable, options)
         if rows.empty:
             break
-        rows = rows.loc[_mask(rows, valid)]
+        rows = rows.loc[valid_mask(rows, valid)]
         evaluated += len(rows)
         if rows.empty:
             break

@@ -25,10 +25,14 @@ Generic and automatic (docs/dlmt.md §5, Orio's ``dlmt.py``), with no factor ord
    Orio's rule), with the rounded λ or λ̂; or name a fixed choice. The ncv gate is not the default
    because at 24 runs the test misses real heteroscedasticity (p = 0.065 in one Laplacian run
    whose untransformed fit then fixed ``elements_number`` at 24: slowdown 1.22).
-4. **Decide**: the proposal is an engine.analysis :class:`~engine.analysis.Decision`. The predicted
-   best is the argmin over the whole subspace of the model refitted on the significant terms
-   (p < ``threshold``; Orio's rule). ``fix="top"`` fixes every factor of the *most* significant term
-   there; ``fix="all"`` every factor of every significant term (Orio). Fixed factors' terms leave
+4. **Decide**: the proposal is an engine.analysis :class:`~engine.analysis.Decision`. Which factors
+   are significant: ``rule="factor"`` tests each factor once, all its terms together (the partial F of
+   :mod:`engine.analysis.factor_tests`), its p adjusted across the factors (``adjust``: Holm, FDR or
+   none) and below ``threshold``; ``rule="term"`` (the paper's, and the paper preset's) takes every
+   factor of a term with p < ``threshold``. The predicted best is the argmin over the whole subspace of
+   the model refitted on the significant terms (those of significant factors by the factor rule; Orio's
+   rule). ``fix="top"`` fixes the most significant factor (by the term rule: every factor of the *most*
+   significant term); ``fix="all"`` every significant one (Orio). Fixed factors' terms leave
    the model. With ``auto`` the proposal is accepted (benchmarks); otherwise the search pauses
    (:attr:`pending_decision`) until :meth:`DLMT.decide` gets it accepted, edited or rejected.
 5. **Measure the predicted best** (``measure_prediction``, Orio) and go back to 2, until ``steps``
@@ -79,7 +83,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from engine.analysis.options import TRANSFORMS
+from engine.analysis.options import ADJUSTMENTS, FACTOR_RULES, TRANSFORMS
 from engine.errors import UserError
 from engine.io.jsonable import plain
 from engine.model.choice import default_choice
@@ -93,6 +97,8 @@ from engine.strategies.greedy import neighbours
 from engine.strategies.options import Option, shown, texts
 
 if TYPE_CHECKING:  # engine.analysis is imported lazily, where it is used
+    import pandas as pd
+
     from engine.analysis import Decision, LinearModel
 
 SIZE_RULES = ("2k", "orio")
@@ -177,9 +183,10 @@ TRANSFORM = Option("transform", "boxcox-round", "response transform: a rule or a
 REPEATS = Option("repeats", 3, "random starts of the design exchange", "int", low=1)
 
 
-#: What a step's analysis gives: the fit, its p-values (in the full analysis), the significant terms, the predicted best.
-FastAnalysis = tuple[fastlm.FastFit, list[int], np.ndarray | None]
-FullAnalysis = tuple["LinearModel", list[float], list[int], np.ndarray | None]
+#: What a step's analysis gives: the fit, its p-values (in the full analysis), the significant terms, the factor tests
+#: (the factor rule's; None by the term rule), the predicted best.
+FastAnalysis = tuple[fastlm.FastFit, list[int], "pd.DataFrame | None", np.ndarray | None]
+FullAnalysis = tuple["LinearModel", list[float], list[int], "pd.DataFrame | None", np.ndarray | None]
 
 
 class DLMT(Strategy):
@@ -202,10 +209,15 @@ class DLMT(Strategy):
         Option("pool", 1000, "design candidates per design run, drawn from the subspace", "int", low=1),
         REPEATS,
         Option("reuse", True, "force the subspace's earlier measurements into each design", "bool"),
-        Option("threshold", 0.05, "p-value below which a term is significant", "float", low=0, high=1,
-               exclusive=True),
+        Option("threshold", 0.05, "p-value below which a factor (its adjusted p; or, by the term rule, one of its "
+               "terms) is significant", "float", low=0, high=1, exclusive=True),
+        Option("rule", "factor", "what makes a factor significant: one joint test of all its terms, adjusted across "
+               "the factors (factor), or any one of its terms (term: the paper's)", "choice", choices=FACTOR_RULES),
+        Option("adjust", "holm", "multiple testing across the factors, by the factor rule: Holm, FDR "
+               "(Benjamini–Hochberg) or none", "choice", choices=ADJUSTMENTS),
         TRANSFORM,
-        Option("fix", "top", "factors fixed per step: the most significant term's, or every significant term's",
+        Option("fix", "top", "factors fixed per step: the most significant factor (by the term rule: the most "
+               "significant term's factors), or every significant one",
                "choice", choices=FIX_RULES),
         Option("steps", 12, "most design–fit–fix steps", "int", low=1),
         Option("measure_prediction", True, "measure each step's predicted best (Orio)", "bool"),
@@ -249,6 +261,7 @@ class DLMT(Strategy):
         self.patience = int(o["patience"])
         self.auto, self.analysis, self.response = bool(o["auto"]), o["analysis"], o["response"]
         self.anova_type = int(o["anova_type"])
+        self.rule, self.adjust = o["rule"], o["adjust"]
         self.columns = TermColumns.shared(self.domain, o["coding"])
         self.initial = list(self.terms)
         self.fixed: dict[int, int] = {}
@@ -476,7 +489,8 @@ class DLMT(Strategy):
         fitted = fastlm.fit(X, y, slices, self.transform, anova_type=self.anova_type, contains=contains)
         if fitted is None:
             return None
-        significant = [t for t in range(len(self.terms)) if fitted.p[t] < self.threshold]
+        tests = self._fast_factor_tests(fitted, X, slices) if self.rule == "factor" else None
+        significant = self._significant(fitted.p, tests)
         best = None
         if significant:
             terms = [self.terms[t] for t in significant]
@@ -486,7 +500,30 @@ class DLMT(Strategy):
                 terms = self.terms
             Xc, _ = self.columns.matrix(terms, rows=rows) if rows is not None else self.columns.matrix(terms, index=cand)
             best = self._predicted_best(cand, reduced.predict(Xc))
-        return fitted, significant, best
+        return fitted, significant, tests, best
+
+    def _factors(self) -> list[str]:
+        """The model's factors, in the order its terms first name them."""
+        return list(dict.fromkeys(f for t in self.terms for f, _ in t.parts))
+
+    def _fast_factor_tests(self, fitted: fastlm.FastFit, X: np.ndarray, slices: Sequence[slice]) -> pd.DataFrame:
+        """The whole-factor tests of the fast path (engine.analysis's table, from fastlm's fit)."""
+        from engine.analysis.factor_tests import tests_table
+
+        factors = self._factors()
+        holding = [[t for t, term in enumerate(self.terms) if f in term.factors] for f in factors]
+        groups = [[c for t in terms for c in range(slices[t].start, slices[t].stop)] for terms in holding]
+        ss, df, f, log_p = fastlm.factor_tests(fitted, X, groups)
+        return tests_table(factors, [[self.terms[t].name for t in terms] for terms in holding], ss, df, f, log_p,
+                           self.adjust)
+
+    def _significant(self, p: Sequence[float] | np.ndarray, tests: pd.DataFrame | None) -> list[int]:
+        """The terms of the model the predicted best is refitted on: those with p < threshold (term rule), or
+        those made only of significant factors (factor rule)."""
+        if tests is None:
+            return [t for t in range(len(self.terms)) if p[t] < self.threshold]
+        chosen = set(tests.loc[tests["adjusted p"] < self.threshold, "factor"])
+        return [t for t, term in enumerate(self.terms) if term.factors <= chosen]
 
     def _predicted_best(self, cand: np.ndarray, predicted: np.ndarray) -> np.ndarray:
         """The candidate the model predicts best; among those it cannot tell apart (they differ only in factors
@@ -501,21 +538,26 @@ class DLMT(Strategy):
         chosen: np.ndarray = cand[pick]
         return chosen
 
-    def _to_fix(self, significant: list[int], p: Sequence[float] | np.ndarray) -> list[int]:
-        """The significant terms whose factors get fixed under the ``fix`` rule."""
+    def _to_fix(self, significant: list[int], p: Sequence[float] | np.ndarray, tests: pd.DataFrame | None) -> set[str]:
+        """The factors fixed under the ``fix`` rule: by the factor rule the most significant factor (``top``) or
+        every significant one; by the term rule the factors of the most significant term, or of every one."""
+        if tests is not None:
+            ranked = [str(f) for f in tests.loc[tests["adjusted p"] < self.threshold, "factor"]]  # most significant first
+            return set(ranked[:1] if self.fix == "top" else ranked)
         if self.fix == "all" or not significant:
-            return significant
+            return {f for t in significant for f in self.terms[t].factors}
         top = min(significant, key=lambda t: p[t])
-        return [t for t in significant if self.terms[t].factors <= self.terms[top].factors]
+        return set(self.terms[top].factors)
 
-    def _decision(self, fitted: fastlm.FastFit, significant: list[int], best: np.ndarray | None) -> Decision:
+    def _decision(self, fitted: fastlm.FastFit, significant: list[int], tests: pd.DataFrame | None,
+                  best: np.ndarray | None) -> Decision:
         """The engine.analysis Decision for a fast-path step (same fields as propose_decision's)."""
         from engine.analysis import Decision, Transform
+        from engine.analysis.factor_tests import reason
 
         names = self.domain.names
         space = self.domain.space
-        chosen = self._to_fix(significant, fitted.p) if best is not None else []
-        factors = sorted({f for t in chosen for f in self.terms[t].factors}, key=names.index)
+        factors = sorted(self._to_fix(significant, fitted.p, tests), key=names.index) if best is not None else []
         fix = {f: plain(space.factor(f).levels[int(best[names.index(f)])]) for f in factors} if best is not None else {}
         kept = [t.name for t in self.terms if not t.factors & set(fix)]
         label = Transform(fitted.lam).label
@@ -524,13 +566,20 @@ class DLMT(Strategy):
              "F value": float(fitted.f[i]), "Pr(>F)": float(fitted.p[i])}
             for i, t in enumerate(self.terms)
         ] + [{"term": "Residuals", "Df": fitted.df_resid, "Sum Sq": fitted.rss, "Mean Sq": fitted.rss / fitted.df_resid}]
-        explanation = tuple(
-            f"{f}: {', '.join(self.terms[t].name for t in chosen if f in self.terms[t].factors)} "
-            f"p = {min(fitted.p[t] for t in chosen if f in self.terms[t].factors):.2g} — fix at {fix[f]}"
-            for f in fix
-        ) or (f"no term has p < {self.threshold:g}: nothing to fix; the model stays as it is",)
+        if tests is not None:
+            explanation = tuple(reason(row, fitted.df_resid, self.adjust)
+                                + (f" — fix at {fix[row['factor']]}" if row["factor"] in fix else " — left free")
+                                for _, row in tests.iterrows())
+        else:
+            chosen = [t for t in significant if self.terms[t].factors <= set(fix)]
+            explanation = tuple(
+                f"{f}: {', '.join(self.terms[t].name for t in chosen if f in self.terms[t].factors)} "
+                f"p = {min(fitted.p[t] for t in chosen if f in self.terms[t].factors):.2g} — fix at {fix[f]}"
+                for f in fix
+            ) or (f"no term has p < {self.threshold:g}: nothing to fix; the model stays as it is",)
         evidence = {
             "anova": anova,
+            "factor_tests": None if tests is None else tests.to_dict("records"),
             "ncv_p": fitted.ncv_p,
             "box_cox": None if fitted.box_cox is None else vars(fitted.box_cox),
             "predicted_best": None if best is None else self.domain.frame(best[None, :]).iloc[0].to_dict(),
@@ -544,11 +593,14 @@ class DLMT(Strategy):
             proposed={"fix": fix, "formula": f"{self.response} ~ " + (" + ".join(kept) or "1"), "transform": label},
             explanation=explanation,
             evidence=_jsonable(evidence),
+            rule=self.rule,
+            adjust=self.adjust,
         )
 
     def _analyse_full(self, cand: np.ndarray, index: np.ndarray, y: np.ndarray) -> FullAnalysis | None:
-        """The same analysis through engine.analysis (LinearModel and its Type I ANOVA)."""
+        """The same analysis through engine.analysis (LinearModel, its ANOVA and its factor tests)."""
         from engine.analysis import AnalysisError, LinearModel, anova, predict
+        from engine.analysis.factor_tests import factor_tests
 
         data = self.domain.frame(index)
         data[self.response] = y
@@ -559,7 +611,8 @@ class DLMT(Strategy):
             return None
         table = anova(model, self.anova_type)
         p = [float(table.loc[table["term"] == t.name, "Pr(>F)"].min()) for t in self.terms]
-        significant = [t for t in range(len(self.terms)) if p[t] < self.threshold]
+        tests = factor_tests(model, self.adjust) if self.rule == "factor" else None
+        significant = self._significant(p, tests)
         best = None
         if significant:
             lam = model.transform_.lam
@@ -567,16 +620,18 @@ class DLMT(Strategy):
                                   transform="none" if lam is None else lam).fit(data)
             fit = predict(reduced, self.domain.frame(cand))["fit"].to_numpy()
             best = self._predicted_best(cand, fit)
-        return model, p, significant, best
+        return model, p, significant, tests, best
 
-    def _decision_full(self, model: LinearModel, p: list[float], significant: list[int], best: np.ndarray | None) -> Decision:
+    def _decision_full(self, model: LinearModel, p: list[float], significant: list[int], tests: pd.DataFrame | None,
+                       best: np.ndarray | None) -> Decision:
         """engine.analysis's proposal at ``best``, narrowed to the ``fix`` rule's factors."""
         from engine.analysis import propose_decision
 
         point = self.domain.frame((best if best is not None else self.domain.decode(self.measured()[0][:1])[0])[None, :])
         point = {k: plain(v) for k, v in point.iloc[0].items()}
-        decision = propose_decision(model, self.threshold, best=point, anova_type=self.anova_type)
-        keep = {f for t in self._to_fix(significant, p) for f in self.terms[t].factors} if best is not None else set()
+        decision = propose_decision(model, self.threshold, best=point, anova_type=self.anova_type, rule=self.rule,
+                                    adjust=self.adjust)
+        keep = self._to_fix(significant, p, tests) if best is not None else set()
         fix = {f: v for f, v in decision.proposed["fix"].items() if f in keep}
         kept = [t.name for t in self.terms if not t.factors & set(fix)]
         return _with_fix(decision, fix, f"{self.response} ~ " + (" + ".join(kept) or "1"))
@@ -600,10 +655,21 @@ class DLMT(Strategy):
 
 
 def _with_fix(decision: Decision, fix: Mapping[str, Any], formula: str) -> Decision:
-    """A proposal narrowed to the ``fix="top"`` factors (explanations of the others dropped)."""
+    """A proposal narrowed to the ``fix="top"`` factors: by the term rule the other factors' explanations are
+    dropped, by the factor rule (a line per factor) they say the factor is left free."""
     from dataclasses import replace
 
-    lines = tuple(line for line in decision.explanation if line.split(":", 1)[0].split(" ")[0] in fix) or decision.explanation
+    def factor(line: str) -> str:
+        return line.split(":", 1)[0].split(" ")[0]
+
+    def narrowed(line: str) -> str:
+        head, _, tail = line.partition(" — fix at ")
+        return line if not tail or factor(line) in fix else f"{head} — left free"
+
+    if decision.rule == "factor":
+        lines = tuple(narrowed(line) for line in decision.explanation)
+    else:
+        lines = tuple(line for line in decision.explanation if factor(line) in fix) or decision.explanation
     return replace(decision, proposed={**decision.proposed, "fix": dict(fix), "formula": formula}, explanation=lines)
 
 

@@ -7,6 +7,7 @@ computes the same numbers from a model matrix and a response, with the same rule
 
 * the QR and R's aliasing rule are engine.analysis's own (:func:`engine.analysis.lsq.qr`);
 * Type I sums of squares from the QR effects, F against the full model's residual mean square;
+* whole-factor tests (every term of a factor added last) from the same QR, by engine.analysis's own code;
 * ``car::ncvTest``: RegSS/2 of U = e²/(RSS/n) on the fitted values, chi-square with 1 df;
 * ``car::powerTransform``: λ maximising the profile log-likelihood of the *regression*, its SE from
   the curvature, ``roundlam`` from :func:`engine.analysis.round_lambda`.
@@ -107,6 +108,7 @@ class FastFit:
     p: np.ndarray
     rss: float
     df_resid: int
+    effects: np.ndarray  # Q'z: what sub-model tests are computed from
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Prediction on the fitted (transformed) scale; monotone in the response, so its argmin is
@@ -168,4 +170,12 @@ def fit(X: np.ndarray, y: np.ndarray, slices: Sequence[slice], transform: str | 
         p = np.where(df > 0, f_sf(np.where(df > 0, fval, 0.0), np.maximum(df, 1), df_resid), np.nan)
     if rss == 0:
         p = np.where(df > 0, 0.0, np.nan)
-    return FastFit(decomposition, beta, lam, p_ncv, bc, df, ss, fval, p, rss, df_resid)
+    return FastFit(decomposition, beta, lam, p_ncv, bc, df, ss, fval, p, rss, df_resid, effects)
+
+
+def factor_tests(fitted: FastFit, X: np.ndarray, groups: Sequence[Sequence[int]]) -> tuple[np.ndarray, ...]:
+    """Sum of squares, df, F and log p of each group of columns (a factor's terms) added last to all the
+    others: engine.analysis's whole-factor tests (:func:`engine.analysis.factor_tests.partial_tests`) on this fit."""
+    from engine.analysis.factor_tests import partial_tests
+
+    return partial_tests(fitted.qr.Q.T @ X, fitted.effects, groups, fitted.rss, fitted.df_resid)
