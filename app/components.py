@@ -102,14 +102,6 @@ def study_candidates(session: StudySession, fixed: Mapping[str, Any]) -> pd.Data
                               json.dumps(fixed, sort_keys=True, default=str))
 
 
-def predicted_best_text(point: Mapping[str, Any], predicted: float, objective: str,
-                        undetermined: Sequence[str]) -> str:
-    """The predicted best as a caption: the levels the model sets, the factors it cannot, the value."""
-    levels = ", ".join(f"{name} = {value}" for name, value in point.items() if name not in undetermined)
-    open_ = f"; not determined by the model: {', '.join(undetermined)}" if undetermined else ""
-    return f"Predicted best configuration: {levels or '(none)'}{open_} (predicted {objective} = {predicted:.4g})."
-
-
 def study_notes_editor(session: StudySession, key: str) -> None:
     """The study's notes (Markdown) with a preview; saved into the store and shown in the report."""
     with st.expander("Study notes (Markdown; in the report)", expanded=bool(session.notes())):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -11,10 +12,32 @@ import streamlit as st
 
 from app.components import flash, guard
 from app.escape import escape_md
-from engine.analysis import Decision
+from engine.analysis import Decision, LinearModel
 from engine.analysis.display import readable_table
 from engine.space.factors import Space
 from workflows import StudySession
+
+#: The choices of which factors a proposal fixes, as the Analyze page names them.
+RULE_LABELS = {"factor": "factor test (all its terms)", "term": "any significant term (the paper's)"}
+ADJUST_LABELS = {"holm": "Holm", "fdr": "FDR (Benjamini–Hochberg)", "none": "none"}
+
+
+@st.cache_data(show_spinner="Searching the model's optimum…", max_entries=32)
+def _cached_proposal(_session: StudySession, _model: LinearModel, fingerprint: str, fixed: str, threshold: float,
+                     anova_type: int, rule: str, adjust: str) -> Decision:
+    return _session.propose(_model, threshold, fixed=json.loads(fixed), anova_type=anova_type, rule=rule, adjust=adjust)
+
+
+def proposal(session: StudySession, model: LinearModel, fixed: Mapping[str, Any], threshold: float, anova_type: int,
+             rule: str, adjust: str) -> Decision:
+    """The session's proposal for ``model``, cached per study, model, data and options: the optimum search takes
+    a second on a large space, and every widget reruns the page."""
+    data = pd.util.hash_pandas_object(model.data_.assign(_y=model.y_raw_), index=False).to_numpy()
+    best = session.measured_best_or_none()
+    fingerprint = json.dumps([session.store.path, session.study.id, model.formula, model.transform_.label,
+                              hashlib.sha1(data.tobytes()).hexdigest(), best.config if best else None], default=str)
+    return _cached_proposal(session, model, fingerprint, json.dumps(dict(fixed), sort_keys=True, default=str), threshold,
+                            anova_type, rule, adjust)
 
 
 def fix_editor(space: Space, names: Sequence[str], proposed: Mapping[str, Any], point: Mapping[str, Any], key: str) -> dict[str, Any]:
@@ -60,7 +83,8 @@ def tuning_review(session: StudySession, actor: str) -> None:
         anova = decision.evidence.get("anova")
         if anova:
             st.dataframe(readable_table(pd.DataFrame(anova)), hide_index=True, width="stretch", key=f"tune_anova_{waiting['id']}")
-        point = decision.evidence.get("predicted_best") or {}
+        found = decision.evidence.get("predicted_best") or {}
+        point = found.get("point", found)  # the fast path's evidence holds the point itself
         if point:
             st.caption("Predicted best: " + escape_md(", ".join(f"{k} = {v}" for k, v in point.items())))
         key = f"tune_{waiting['id']}"

@@ -3,7 +3,9 @@ optuna-dashboard's exploration (history, importance, parallel coordinates, a pai
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -14,16 +16,22 @@ from engine.analysis.effects import natural_levels
 from engine.analysis.exploration import importance, profile, surface
 
 
-def profiler_panel(model: LinearModel, best: Mapping[str, Any], objective: str, key: str) -> None:
-    """A slider per model factor, starting at the predicted best; the profile follows the sliders."""
+def profiler_panel(model: LinearModel, best: Mapping[str, Any], objective: str, key: str,
+                   levels_of: Mapping[str, Sequence[Any]]) -> None:
+    """A slider per model factor over its levels in the space (``levels_of``), opening at the proposal's
+    predicted best ``best`` (the model's optimum): its star, its value and the caption's are the same point.
+    The sliders are keyed by that point, so a new proposal opens the profiler at the new one."""
+    opening = hashlib.sha1(json.dumps({f: best.get(f) for f in model.variables_}, sort_keys=True, default=str)
+                           .encode()).hexdigest()[:10]
+    levels_of = {f: list(levels_of[f]) if f in levels_of else natural_levels(model.data_[f]) for f in model.variables_}
     at: dict[str, Any] = {}
     grid = st.columns(min(4, max(len(model.variables_), 1)))
     for i, factor in enumerate(model.variables_):
-        levels = natural_levels(model.data_[factor])
+        levels = levels_of[factor]
         start = best.get(factor)
         at[factor] = grid[i % len(grid)].select_slider(factor, levels, value=start if start in levels else levels[0],
-                                                      key=f"{key}_{factor}")
-    data = profile(model, at)
+                                                      key=f"{key}_{opening}_{factor}")
+    data = profile(model, at, levels_of=levels_of)
     here = data[data["current"]].iloc[0]
     st.metric(f"Predicted {objective} here", f"{here['predicted']:.4g}",
               help=f"95% confidence interval {here['lower']:.4g} … {here['upper']:.4g}")

@@ -8,24 +8,28 @@ from app.components import (
     design_picker,
     flash,
     guard,
-    predicted_best_text,
     show_flash,
-    study_candidates,
     study_notes_editor,
     study_picker,
 )
-from app.decision_widgets import fix_editor, next_model_input, tuning_review
+from app.decision_widgets import (
+    ADJUST_LABELS,
+    RULE_LABELS,
+    fix_editor,
+    next_model_input,
+    proposal,
+    tuning_review,
+)
 from app.effect_summary import effect_summary_panel
 from app.escape import escape_md
 from app.model_views import explore_panel, profiler_panel
 from app.state import get_store
 from app.term_builder import term_builder
-from engine.analysis import analyze, coefficient_table, plots, predicted_minimum, propose_decision
+from engine.analysis import analyze, coefficient_table, plots
 from engine.analysis.diagnostics import qq_data, residual_diagnostics
-from engine.analysis.display import readable_table
+from engine.analysis.display import predicted_best_caption, readable_table
 from engine.analysis.effects import effect_screening, interaction_effects, main_effects, strongest_pair
-from engine.analysis.options import TRANSFORMS, default_transform, nonpositive_warning
-from engine.analysis.prediction import undetermined_factors
+from engine.analysis.options import ADJUSTMENTS, FACTOR_RULES, TRANSFORMS, default_transform, nonpositive_warning
 from engine.analysis.study_data import initial_formula, restrict
 from engine.io.report_html import progress_data
 from workflows import StudySession
@@ -58,7 +62,6 @@ data = session.analysis_data(design_id)
 
 
 fixed, continued_formula, step = continue_from_decisions(session, key="analyze")
-candidates = study_candidates(session, fixed)
 data = restrict(data, fixed)  # with factors fixed, only the measurements that agree with them fit this step
 
 
@@ -109,10 +112,17 @@ with right:
                           help="I: sequential, as R's summary(aov) — what the DLMT paper uses. II/III: car::Anova.")
     threshold = st.select_slider("Significance threshold", [0.001, 0.01, 0.05, 0.1], value=0.05,
                                  key="analyze_threshold")
+    rule = st.radio("Fix a factor on", FACTOR_RULES, format_func=lambda name: RULE_LABELS[name], horizontal=True,
+                    key="analyze_rule", help="Factor test: the partial F of all the factor's terms together, its p "
+                    "adjusted across the factors. Any term: every factor of a term with p below the threshold.")
+    adjust = st.selectbox("Multiple testing across factors", ADJUSTMENTS, format_func=lambda name: ADJUST_LABELS[name],
+                          key="analyze_adjust", disabled=rule == "term",
+                          help="Holm bounds the chance of fixing any inert factor; FDR (JMP's FDR LogWorth) the "
+                               "share of inert factors among those fixed.")
 
 result = None
 with guard():
-    result = analyze(data, formula, transform=transform, anova_type=anova_type, candidates=candidates)
+    result = analyze(data, formula, transform=transform, anova_type=anova_type)
 if result is None:
     if fixed:
         st.info(f"Step {step:d}: {len(data)} measurement(s) agree with the fixed factors. {STEP_HINT}")
@@ -162,6 +172,10 @@ with st.expander("Coefficients and tests"):
         st.write(f"Box-Cox λ = {p.lambda_:.4g} (SE {p.se:.3g}); car's rounded λ = {p.lambda_rounded:g}.")
     st.write(f"AIC {summary.aic:.5g}, BIC {summary.bic:.5g}, σ = {summary.sigma:.4g}.")
 
+decision = None
+with guard():  # the proposal's point is the model's optimum: the profiler opens there, the caption quotes it
+    decision = proposal(session, result.model, fixed, threshold, anova_type, rule, adjust or "holm")
+best = decision.evidence["predicted_best"] if decision is not None else None
 strongest = strongest_pair(result.model, anova_table)
 # One view at a time: tabs would draw every figure on each rerun, and a prune reruns the page.
 view = st.radio("View", VIEWS, index=VIEWS.index("Effects"), horizontal=True, key="analyze_view",
@@ -185,23 +199,18 @@ elif view == "Effects":
         if len(pair) == 2:
             st.plotly_chart(plots.interaction_figure(interaction_effects(result.model, *pair)), width="stretch")
 elif view == "Profiler":
-    if result.model.variables_:
-        profiler_panel(result.model, predicted_minimum(result.model, candidates).point, spec.objective,
-                       key=f"profiler_{builder}")
-else:
+    if result.model.variables_ and best is not None:
+        profiler_panel(result.model, best["point"], spec.objective, key=f"profiler_{builder}",
+                       levels_of={f.name: f.levels for f in spec.space.factors})
+elif best is not None:
     explore_panel(result.model, anova_table, progress_data(spec, session.results()), data,
-                  predicted_minimum(result.model, candidates).point, strongest, spec.objective, key=f"explore_{builder}")
+                  best["point"], strongest, spec.objective, key=f"explore_{builder}")
 
 st.subheader("Decision")
-decision = None
-with guard():
-    decision = propose_decision(result.model, threshold, candidates=candidates, anova_type=anova_type)
-if decision is not None:
+if decision is not None and best is not None:
     for line in decision.explanation:
         st.markdown(f"- {escape_md(line)}")
-    best = decision.evidence["predicted_best"]
-    st.caption(escape_md(predicted_best_text(best["point"], best["predicted"], spec.objective,
-                                             undetermined_factors(spec.space.names, result.model.variables_, fixed))))
+    st.caption(escape_md(predicted_best_caption(best, spec.objective)))
     warning = nonpositive_warning(best["predicted"], data[spec.objective], spec.objective)
     if warning:
         st.warning(escape_md(warning))
@@ -215,7 +224,7 @@ if decision is not None:
     if accept.button("Accept decision", type="primary", key="accept_decision"):
         with guard():
             final = decision.settle(actor, fix=chosen_fix, formula=next_formula, note=note or None)
-            session.record_decision(final, step, analysis=result)
+            session.record_decision(final, step, analysis=result, design=design_id, fixed=fixed)
             flash(f"Decision {escape_md(final.status)}: fixed {escape_md(decision_fix_text(final.chosen))}.")
             st.rerun()
     if reject.button("Reject", key="reject_decision"):

@@ -40,12 +40,14 @@ else:
     with guard():
         best = session.best("predicted")
     if best is not None:
-        warning = session.implausible_best(best)
-        if warning:
+        for warning in filter(None, [session.implausible_best(best), *best.warnings]):
             st.warning(escape_md(warning))
-        st.caption(f"Model: {code_md(model['formula'])} (transform {escape_md(model['transform'])}); 95% prediction "
-                   "interval shown "
-                   "in the files.")
+        st.caption(f"Model: {code_md(model['formula'])} (transform {escape_md(model['transform'])}); "
+                   f"{escape_md(best.search)}. A prediction, never measured: every file says so, with its 95% "
+                   "prediction interval.")
+        if best.worse_than_measured:
+            st.button("Export the measured best instead", key="export_use_measured",
+                      on_click=lambda: st.session_state.update(export_source="Measured"))
 
 if best is not None:
     st.json(best.to_dict(), expanded=False)

@@ -84,3 +84,17 @@ def wait_ready(page) -> None:
 def grid_cell(page, text: str):
     """A cell of an ``st.dataframe`` (drawn on a canvas; its accessible cells are in the DOM)."""
     return page.locator("[role='gridcell']", has_text=text).first
+
+
+def predicted_export(page, server: str):
+    """Open Export, choose the latest model's predicted best, and return the exported file's code block (the
+    JSON format first) once it shows a prediction."""
+    from playwright.sync_api import expect
+
+    page.goto(server + "/export")
+    wait_ready(page)
+    page.get_by_text("Predicted by the latest model").click()
+    wait_ready(page)
+    code = page.locator("[data-testid='stCode']").first
+    expect(code).to_contain_text('"source": "predicted"')
+    return code

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser_support import grid_cell, prepare_toy, served, wait_ready
+from tests.browser_support import grid_cell, predicted_export, prepare_toy, served, wait_ready
 
 pytestmark = pytest.mark.browser
 server = served(prepare_toy)
@@ -103,13 +103,7 @@ def test_a_factor_left_out_of_the_model_is_not_determined_on_analyze_nor_exporte
     assert "x2 =" not in caption.inner_text()
     page.get_by_role("button", name="Accept decision").click()
     page.get_by_text("Decision accepted").wait_for()
-    page.goto(server + "/export")
-    wait_ready(page)
-    page.get_by_text("Predicted by the latest model").click()
-    wait_ready(page)
-    code = page.locator("[data-testid='stCode']").first
-    code.wait_for()
-    exported = json.loads(code.inner_text())
+    exported = json.loads(predicted_export(page, server).inner_text())
     assert exported["undetermined"] == ["x2"] and "x2" not in exported["configuration"]
     assert {"x1", "x5", "x7"} <= set(exported["configuration"])  # fixed by the decisions: kept
 

@@ -48,11 +48,12 @@ def model_warnings(store: Store, name: str) -> dict[str, list[str]]:
     return {label: list(json.loads(row.summary or "{}").get("warnings") or []) for label, row in _stored_fits(store, name)}
 
 
-def report_html(store: Store, name: str) -> str:
-    """The self-contained HTML report of a study: space, designs, ANOVA tables, decisions, figures."""
+def report_html(store: Store, name: str, predicted: BestConfig | None = None) -> str:
+    """The self-contained HTML report of a study: space, the best measured (and ``predicted``) configuration,
+    designs, ANOVA tables, decisions, figures."""
     study = store.get_study(name)
     results = results_frame(store, study)
     return study_report(study.spec, results, designs=store.designs(name), anova=model_tables(store, name) or None,
                         fit_warnings=model_warnings(store, name),
                         decisions=readable_log(store.decisions(name)), best=best_or_none(study, results),
-                        notes=store.study_notes(name))
+                        predicted=predicted, notes=store.study_notes(name))

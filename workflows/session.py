@@ -8,6 +8,7 @@ and CLI commands call one method per action, so both do the same thing for the s
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,11 +19,13 @@ import pandas as pd
 from engine.analysis.study_data import (
     NextStep,
     analysis_frame,
+    applied_rows,
     candidate_set,
     candidates_sampled,
     last_applied,
     next_step,
     readable_log,
+    restrict,
 )
 from engine.errors import UserError, brief
 from engine.execution import Campaign, Progress, review, stored_repeats
@@ -40,7 +43,10 @@ from workflows.reporting import best_or_none, model_tables, report_html, results
 
 if TYPE_CHECKING:
     from engine.analysis.decision import Decision
+    from engine.analysis.fit import LinearModel
+    from engine.analysis.optimum import Optimum
     from engine.analysis.summary import Analysis
+    from engine.space.factors import Space
 
 BEST_SOURCES = ("measured", "predicted")
 STUDY_FORMATS = ("json", "csv")
@@ -63,6 +69,17 @@ class Tuned:
     step: int
     result: TuningResult
     waiting: Decision | None  # the proposal the run waits for a person to answer
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """What the Analyze page shows for a step: the analysis of the measurements that agree with the factors
+    fixed so far, and the proposed decision on it."""
+
+    step: int
+    fixed: dict[str, Any]
+    analysis: Analysis
+    decision: Decision
 
 
 @dataclass(frozen=True)
@@ -112,6 +129,67 @@ class StudySession:
     def candidates_sampled(self, fixed: Mapping[str, Any] | None = None) -> bool:
         """Whether :meth:`candidates` is a uniform sample of a space too large to list, not all of it."""
         return candidates_sampled(self.spec, self.table(), dict(fixed or {}))
+
+    def valid_space(self) -> Space | pd.DataFrame:
+        """Every valid configuration: a table study's rows (its table lists them), else the study's space."""
+        table = self.table()
+        if table is not None and len(table):
+            return table.loc[table["status"] == "ok", self.spec.space.names].reset_index(drop=True)
+        return self.spec.space
+
+    def _reference(self) -> dict[str, Any] | None:
+        """The best measured configuration: the levels of factors a model leaves open."""
+        best = self.measured_best_or_none()
+        return dict(best.config) if best is not None else None
+
+    def optimum(self, model: LinearModel, fixed: Mapping[str, Any] | None = None, seed: int = 0,
+                start: Mapping[str, Any] | None = None) -> Optimum:
+        """The model's optimum over the study's valid space with ``fixed`` factors held (exact, or the best of a
+        coordinate descent over the levels, also from ``start``, as it says): the one predicted best of this model."""
+        from engine.analysis.optimum import model_optimum
+
+        return model_optimum(model, self.valid_space(), fixed=fixed, reference=self._reference(), seed=seed, start=start)
+
+    def propose(self, model: LinearModel, threshold: float = 0.05, *, fixed: Mapping[str, Any] | None = None,
+                anova_type: int = 1, rule: str = "factor", adjust: str = "holm", seed: int = 0) -> Decision:
+        """The proposed decision on a model fitted to this study: the factors to fix (``rule``, ``adjust``) at
+        :meth:`optimum`'s levels, with the reasons and the evidence."""
+        from engine.analysis import propose_decision
+
+        return propose_decision(model, threshold, candidates=self.valid_space(), fixed=fixed, reference=self._reference(),
+                                anova_type=anova_type, rule=rule, adjust=adjust, seed=seed)
+
+    def step_formula(self, data: pd.DataFrame, design: int | None = None) -> str:
+        """The model a step starts from, as the Analyze page picks it: the design's, else the one the decisions log
+        hands on, else the latest design's, else the linear terms of the factors that vary in ``data``."""
+        from engine.analysis.study_data import initial_formula
+
+        designs = self.store.designs(self.name)
+        built = {int(d.id): d.formula for d in designs.itertuples() if isinstance(d.formula, str) and d.formula}
+        chosen = built.get(design) if design is not None else self.next_step().formula or (
+            list(built.values())[-1] if built else None)
+        return (f"{self.spec.objective} ~ {chosen.split('~', 1)[-1].strip()}" if chosen
+                else initial_formula(self.spec, data))
+
+    def proposal(self, formula: str | None = None, *, transform: str | float | None = None, anova_type: int = 1,
+                 threshold: float = 0.05, rule: str = "factor", adjust: str = "holm") -> Proposal:
+        """The next step as the Analyze page's defaults show it (``tunelab analyze --propose``): the measurements
+        that agree with the factors fixed so far, ``formula`` (default :meth:`step_formula`) fitted with
+        ``transform`` (default: Box-Cox rounded for a positive objective), and :meth:`propose` on it."""
+        from engine.analysis import analyze
+        from engine.analysis.options import default_transform
+
+        state = self.next_step()
+        data = restrict(self.analysis_data(), state.fixed)
+        if data.empty:
+            raise UserError(f"study '{self.name}' step {state.step}: no successful measurement agrees with the fixed "
+                            f"factors ({', '.join(f'{k} = {v}' for k, v in state.fixed.items())}); measure a design first")
+        formula = formula or self.step_formula(data)
+        chosen = default_transform(data[self.spec.objective]) if transform is None else transform
+        analysis = analyze(data, formula, transform=chosen, anova_type=anova_type)
+        decision = self.propose(analysis.model, threshold, fixed=state.fixed, anova_type=anova_type, rule=rule,
+                                adjust=adjust)
+        return Proposal(state.step, dict(state.fixed), analysis, decision)
 
     def results(self) -> pd.DataFrame:
         """Stored measurements, or the imported table of a table study that was never replayed."""
@@ -236,19 +314,25 @@ class StudySession:
         self.store.log_decision(self.study, **review.log_entry(waiting["run"], decision, waiting["step"]))
         return waiting["step"], decision
 
-    def record_decision(self, decision: Decision, step: int | None, analysis: Analysis | None = None) -> None:
+    def record_decision(self, decision: Decision, step: int | None, analysis: Analysis | None = None, *,
+                        design: int | None = None, fixed: Mapping[str, Any] | None = None) -> None:
         """Log a decision taken on an analysis (accepted, edited or rejected); an applied one also
-        stores the model it was based on, which the predicted best and the next step start from."""
+        stores the model it was based on and what it was fitted on (the measurements of ``design``, or all,
+        that agree with ``fixed``), which the predicted best refits. ``step`` None (an analysis that did not
+        continue from the decisions log) is the step the log is at: every decision has its number."""
         from engine.analysis import coefficient_table
 
         assert decision.by is not None, "a proposed decision has no author yet; settle or reject it first"
+        step = self.next_step().step if step is None else step
         record = decision.to_record()
         applied = decision.status in ("accepted", "edited")
         if applied and analysis is not None:
             summary = analysis.summary
             self.store.save_model(self.study, step=step, formula=analysis.model.formula, transform=summary.transform,
                                   coefficients=coefficient_table(analysis.model), anova=analysis.anova,
-                                  lam=analysis.power.lambda_ if analysis.power else None, summary=summary.to_dict())
+                                  lam=analysis.power.lambda_ if analysis.power else None,
+                                  summary={**summary.to_dict(), "fitted_on": {"design": design, "fixed": dict(fixed or {}),
+                                                                              "lambda": analysis.model.transform_.lam}})
         self.store.log_decision(self.study, kind="fix-factors", proposed=record["proposed"],
                                 chosen=record["chosen"] if applied else None, outcome=decision.status,
                                 actor=decision.by, explanation="\n".join(decision.explanation),
@@ -256,28 +340,70 @@ class StudySession:
 
     # -- the best configuration and exports --------------------------------------------------------
     def best(self, source: str = "measured") -> BestConfig:
-        """The best measured configuration, or the one the latest stored model predicts (with its
-        95% prediction interval)."""
+        """The best measured configuration, or the one the latest stored model predicts (:meth:`predicted_best`)."""
         if source == "measured":
             return best_measured(self.spec, self.results())
         if source != "predicted":
             raise UserError(f"best source {brief(source)}: expected one of {', '.join(BEST_SOURCES)}")
-        from engine.analysis import LinearModel, predict, predicted_minimum
-        from engine.analysis.prediction import undetermined_factors
+        return self.predicted_best()
+
+    def predicted_best(self) -> BestConfig:
+        """The latest stored model's predicted best, the one number Export, the report and the CLI show: the
+        model refitted on the measurements it was fitted on, its optimum over the valid space with every factor
+        fixed so far held (:meth:`optimum`, also started from the point its decision was proposed at, so an
+        accepted proposal exports the point and value Analyze showed), its 95% prediction interval, and what to
+        compare it with: the best measured value, and in a table study the table's value there and its optimum."""
+        from engine.analysis import LinearModel, predict
 
         models = self.store.models(self.name)
         if models.empty:
             raise UserError(f"study '{self.name}': no model stored yet; accept a decision on an analysis first")
         latest = models.iloc[-1]
-        lam = latest["box_cox_lambda"]
-        transform = float(lam) if pd.notna(lam) else ("log" if latest["transform"] == "log" else "none")
-        fixed = self.next_step().fixed
-        model = LinearModel(latest["formula"], transform).fit(self.analysis_data())
-        point = predicted_minimum(model, self.candidates(fixed)).point
+        design, fitted_fixed, transform = self._fitted_on(latest)
+        model = LinearModel(latest["formula"], transform).fit(restrict(self.analysis_data(design), fitted_fixed))
+        optimum = self.optimum(model, self.next_step().fixed, start=self._proposed_point())
+        point = optimum.point
         interval = predict(model, pd.DataFrame([point]))
-        return best_predicted(self.spec, point, float(interval["predicted"].iloc[0]),
-                              float(interval["lower"].iloc[0]), float(interval["upper"].iloc[0]),
-                              undetermined=undetermined_factors(self.spec.space.names, model.variables_, fixed))
+        measured = self.measured_best_or_none()
+        table_value = table_optimum = None
+        table = self.table()
+        if table is not None and len(table):
+            ok = table[table["status"] == "ok"]
+            table_optimum = float(ok["value"].min() if self.spec.direction == "minimize" else ok["value"].max())
+            here = restrict(ok, point)
+            table_value = float(here["value"].iloc[0]) if len(here) else None
+        return best_predicted(self.spec, point, float(interval["predicted"].iloc[0]), float(interval["lower"].iloc[0]),
+                              float(interval["upper"].iloc[0]), undetermined=optimum.undetermined,
+                              search=optimum.describe(), measured_best=measured.value if measured else None,
+                              table_value=table_value, table_optimum=table_optimum)
+
+    def _fitted_on(self, model_row: pd.Series) -> tuple[int | None, dict[str, Any], str | float]:
+        """The design and fixed factors whose measurements a stored model was fitted on, and the transform it
+        applied (a model stored before they were recorded: all measurements, the factors fixed before its step,
+        the transform its label names; its ``box_cox_lambda`` is the estimate, not always the λ applied)."""
+        summary = json.loads(model_row["summary"]) if isinstance(model_row.get("summary"), str) else {}
+        fitted_on = summary.get("fitted_on") if isinstance(summary, dict) else None
+        if isinstance(fitted_on, dict):
+            lam = fitted_on.get("lambda")
+            return fitted_on.get("design"), dict(fitted_on.get("fixed") or {}), "none" if lam is None else float(lam)
+        decisions = self.store.decisions(self.name)
+        if pd.notna(model_row["step"]) and len(decisions):
+            decisions = decisions[decisions["step"] < int(model_row["step"])]
+        label = str(model_row["transform"])
+        lam = model_row["box_cox_lambda"]
+        transform: str | float = label if label in ("none", "log") else float(lam) if pd.notna(lam) else "none"
+        return None, next_step(decisions).fixed, transform
+
+    def _proposed_point(self) -> dict[str, Any] | None:
+        """The predicted best the latest applied decision was proposed at (its evidence), if it recorded one."""
+        decisions = self.store.decisions(self.name)
+        applied = decisions[applied_rows(decisions)] if len(decisions) else decisions
+        if not len(applied):
+            return None
+        evidence = applied["evidence"].iloc[-1]
+        found = (json.loads(evidence) if isinstance(evidence, str) else {}).get("predicted_best") or {}
+        point = found.get("point", found) if isinstance(found, dict) else None
+        return dict(point) if isinstance(point, dict) and set(self.spec.space.names) <= set(point) else None
 
     def implausible_best(self, best: BestConfig) -> str | None:
         """A warning when a predicted best is ≤ 0 although every measurement is positive."""
@@ -297,8 +423,15 @@ class StudySession:
         return None if models.empty else {"formula": models.iloc[-1]["formula"], "transform": models.iloc[-1]["transform"]}
 
     def report_html(self) -> str:
-        """The self-contained HTML report: space, designs, ANOVA tables, decisions, figures."""
-        return report_html(self.store, self.name)
+        """The self-contained HTML report: space, the best measured and predicted configurations, designs, ANOVA
+        tables, decisions, figures."""
+        predicted = None
+        if not self.store.models(self.name).empty:
+            try:
+                predicted = self.predicted_best()
+            except UserError:
+                predicted = None  # a model that no longer fits its measurements: the report has the rest
+        return report_html(self.store, self.name, predicted)
 
     def model_tables(self) -> dict[str, pd.DataFrame]:
         return model_tables(self.store, self.name)

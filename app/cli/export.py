@@ -82,8 +82,8 @@ def _best(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         session = StudySession(store, args.study)
         best = session.best(args.source)
-        warning = session.implausible_best(best) if args.source == "predicted" else None
-        if warning:
+        warnings = [session.implausible_best(best), *best.warnings] if args.source == "predicted" else []
+        for warning in filter(None, warnings):
             print(f"warning: {warning}", file=sys.stderr)
         path = _said(session.write_best(best, args.format, *_target(args.out, best_filename(best, args.format))))
     which = " (predicted)" if args.source == "predicted" else ""

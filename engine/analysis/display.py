@@ -5,6 +5,7 @@ machine precision as ``< 2e-16``, and blanks where a cell has no value (the Resi
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -46,3 +47,21 @@ def readable_table(table: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
         else:
             shown[column] = ["" if _missing(v) else str(v) for v in table[column]]
     return shown
+
+
+def predicted_best_caption(best: Mapping[str, Any], objective: str) -> str:
+    """The predicted best as the Analyze page and ``tunelab analyze --propose`` print it, from an
+    :class:`~engine.analysis.optimum.Optimum`'s ``to_dict()``: the levels the model sets, the factors it
+    cannot, the value, and how the optimum was found (exact, or the best of a coordinate descent)."""
+    undetermined = list(best.get("undetermined") or [])
+    levels = ", ".join(f"{name} = {value}" for name, value in best["point"].items() if name not in undetermined)
+    open_ = f"; not determined by the model: {', '.join(undetermined)}" if undetermined else ""
+    text = f"Predicted best configuration: {levels or '(none)'}{open_} (predicted {objective} = {best['predicted']:.4g})."
+    if best.get("method") == "exact" and best.get("size") == 1:
+        text += " The one valid configuration the fixed factors leave."
+    elif best.get("method") == "exact":
+        text += f" Exact: the model's optimum over all {best['size']:,} valid configurations."
+    elif best.get("method") == "coordinate descent":
+        text += (f" Coordinate descent over the levels from {best['starts']:d} starts ({best['evaluated']:,} of "
+                 f"{best['size']:,} configurations predicted): the best found, not proven optimal.")
+    return text

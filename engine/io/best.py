@@ -3,7 +3,11 @@ Kernel Tuner's T4 results JSON.
 
 The best is either *measured* (the configuration with the best mean over its ok repeats, with a
 t-interval of that mean when it has two or more) or *predicted* by a model (with its prediction
-interval); :class:`BestConfig` holds either, and every writer is a pure function to text.
+interval); :class:`BestConfig` holds either, and every writer is a pure function to text. Every format
+marks a prediction as one (it was never run): the JSON/YAML ``prediction`` block, the CSV ``source``
+column, the header's and env file's comments, and in T4 a measurement named ``predicted <objective>``
+with ``correctness`` 0 (not verified) and no runtimes. What a person must know before using a prediction
+(:attr:`BestConfig.warnings`: worse than the best measured, below a table's optimum) goes with it.
 
 Values in the C header and the env file: booleans are ``1``/``0``, numbers are written exactly
 (``repr``), categorical levels are quoted (a C string literal; shell single quotes when needed).
@@ -59,14 +63,47 @@ class BestConfig:
     unit: str = ""
     undetermined: tuple[str, ...] = ()
     created_at: str = field(default_factory=lambda: datetime.now(UTC).replace(microsecond=0).isoformat())
+    search: str = ""  # a prediction: how the model's optimum was found (exact, or the best of a descent)
+    measured_best: float | None = None  # a prediction: the best measured value, to compare with
+    table_value: float | None = None  # a prediction in a table study: the table's value at the configuration
+    table_optimum: float | None = None  # a prediction in a table study: the table's best value
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
             raise UserError(f"best configuration: source {brief(self.source)} must be one of {', '.join(SOURCES)}")
         object.__setattr__(self, "config", {str(k): plain(v) for k, v in self.config.items()})
 
+    def _better(self, a: float, b: float) -> bool:
+        return a < b if self.direction == "minimize" else a > b
+
+    @property
+    def worse_than_measured(self) -> bool:
+        """A prediction worse than a configuration already measured: the measured one is the safer export."""
+        return (self.source == "predicted" and self.measured_best is not None
+                and self._better(self.measured_best, self.value))
+
+    @property
+    def extrapolated(self) -> bool:
+        """A prediction better than every row of the table that lists the whole space: beyond what exists."""
+        return (self.source == "predicted" and self.table_optimum is not None
+                and self._better(self.value, self.table_optimum))
+
+    @property
+    def warnings(self) -> list[str]:
+        """One line per thing to know before using this configuration (a prediction's, so far)."""
+        lines = []
+        if self.table_value is not None:
+            lines.append(f"predicted {self.objective} = {self.value:.4g}, the table says {self.table_value:.4g}")
+        if self.extrapolated:
+            lines.append(f"the prediction {self.value:.4g} is better than the table's optimum {self.table_optimum:.4g}: "
+                         "an extrapolation, not a value any configuration reaches")
+        if self.worse_than_measured:
+            lines.append(f"the predicted {self.objective} = {self.value:.4g} is worse than the best measured "
+                         f"{self.measured_best:.4g}: export the measured best instead")
+        return lines
+
     def to_dict(self) -> dict[str, Any]:
-        return {
+        doc = {
             "format": FORMAT, "version": VERSION, "study": self.study, "objective": self.objective,
             "direction": self.direction, "source": self.source, "value": self.value,
             "interval": {"level": self.level, "lower": self.lower, "upper": self.upper},
@@ -74,6 +111,11 @@ class BestConfig:
             "configuration": dict(self.config),
             "undetermined": list(self.undetermined),
         }
+        if self.source == "predicted":
+            doc["prediction"] = {"measured": False, "search": self.search, "measured_best": _finite(self.measured_best),
+                                 "table_value": _finite(self.table_value), "table_optimum": _finite(self.table_optimum),
+                                 "warnings": self.warnings}
+        return doc
 
 
 def best_measured(spec: StudySpec, measurements: pd.DataFrame, level: float = 0.95) -> BestConfig:
@@ -104,20 +146,33 @@ def best_measured(spec: StudySpec, measurements: pd.DataFrame, level: float = 0.
 
 
 def best_predicted(spec: StudySpec, config: Mapping[str, Any], predicted: float, lower: float | None = None,
-                   upper: float | None = None, level: float = 0.95, undetermined: Sequence[str] = ()) -> BestConfig:
-    """A model's predicted best (e.g. :func:`engine.analysis.predict` at its argmin) as a BestConfig;
-    the ``undetermined`` factors' levels in ``config`` are the argmin's arbitrary pick and are dropped."""
+                   upper: float | None = None, level: float = 0.95, undetermined: Sequence[str] = (), *,
+                   search: str = "", measured_best: float | None = None, table_value: float | None = None,
+                   table_optimum: float | None = None) -> BestConfig:
+    """A model's predicted best (e.g. :func:`engine.analysis.predict` at its optimum) as a BestConfig;
+    the ``undetermined`` factors' levels in ``config`` are the optimum's arbitrary pick and are dropped.
+    ``search`` says how the optimum was found; ``measured_best``, ``table_value`` and ``table_optimum``
+    are what the prediction is compared with (:attr:`BestConfig.warnings`)."""
     missing = [n for n in spec.space.names if n not in config]
     if missing:
         raise UserError(f"best configuration: the predicted point lacks factor '{missing[0]}'")
     point = {n: config[n] for n in spec.space.names if n not in undetermined}
+
+    def number(value: float | None) -> float | None:
+        return None if value is None else float(value)
+
     return BestConfig(spec.name, spec.objective, spec.direction, point, float(predicted), "predicted",
-                      None if lower is None else float(lower), None if upper is None else float(upper), level,
-                      undetermined=tuple(n for n in spec.space.names if n in undetermined))
+                      number(lower), number(upper), level, undetermined=tuple(n for n in spec.space.names if n in undetermined),
+                      search=search, measured_best=number(measured_best), table_value=number(table_value),
+                      table_optimum=number(table_optimum))
 
 
-def _undetermined_note(best: BestConfig) -> str:
-    return f"not determined by the model: {', '.join(best.undetermined)}" if best.undetermined else ""
+def _notes(best: BestConfig) -> list[str]:
+    """The comment lines a header or env file adds: a prediction says it is one, and what to know about it."""
+    lines = [f"not determined by the model: {', '.join(best.undetermined)}"] if best.undetermined else []
+    if best.source == "predicted":
+        lines.append("a model's prediction, never measured" + (f" ({best.search})" if best.search else ""))
+    return lines + [f"warning: {line}" for line in best.warnings]
 
 
 # -- writers --------------------------------------------------------------------------------------------
@@ -241,7 +296,7 @@ def to_header(best: BestConfig) -> str:
     lines = [
         "/* " + _comment(f"Best configuration of Tunelab study '{best.study}' ({best.source}).") + " */",
         "/* " + _comment(f"{best.objective} = {best.value:.6g}{interval}; {best.direction}; {best.created_at}") + " */",
-        *(["/* " + _comment(_undetermined_note(best)) + " */"] if best.undetermined else []),
+        *["/* " + _comment(line) + " */" for line in _notes(best)],
         f"#ifndef {guard}", f"#define {guard}", "",
     ]
     lines += [f"#define {name} {_c_value(value, name)}" for name, value in best.config.items()]
@@ -270,27 +325,33 @@ def to_env(best: BestConfig) -> str:
     _check_names(best, "environment variable")
     lines = ["# " + _comment(f"Best configuration of Tunelab study '{best.study}' ({best.source}): "
                              f"{best.objective} = {best.value:.6g}")]
-    lines += ["# " + _comment(_undetermined_note(best))] if best.undetermined else []
+    lines += ["# " + _comment(line) for line in _notes(best)]
     lines += [f"{name}={_shell_value(value, name)}" for name, value in best.config.items()]
     return "\n".join(lines) + "\n"
 
 
 def to_t4(best: BestConfig) -> str:
-    """Kernel Tuner's T4 results document (schema 1.0.0) holding the best configuration."""
+    """Kernel Tuner's T4 results document (schema 1.0.0) holding the best configuration. A measured best is a
+    correct result with its runtimes; a predicted one was never run: its measurement is named ``predicted
+    <objective>``, it has no runtimes, and ``correctness`` is 0 (the schema requires a number; 1 would claim a
+    verified run). ``invalidity`` stays ``correct``: the configuration is valid in the space."""
+    predicted = best.source == "predicted"
+    name = f"predicted {best.objective}" if predicted else best.objective
     result = {
         "timestamp": best.created_at,
         "configuration": dict(best.config),
-        "objectives": [best.objective],
-        "times": {"runtimes": [v for v in best.values if math.isfinite(v)]},
+        "objectives": [name],
+        "times": {} if predicted else {"runtimes": [v for v in best.values if math.isfinite(v)]},
         "invalidity": "correct",
-        "correctness": 1,
-        "measurements": [{"name": best.objective, "value": _finite(best.value), "unit": best.unit}],
+        "correctness": 0 if predicted else 1,
+        "measurements": [{"name": name, "value": _finite(best.value), "unit": best.unit}],
     }
-    doc = {"schema_version": "1.0.0", "results": [result],
-           "metadata": {"tunelab": {"study": best.study, "source": best.source, "direction": best.direction,
-                                    "undetermined": list(best.undetermined),
-                                    "interval": {"level": best.level, "lower": _finite(best.lower),
-                                                 "upper": _finite(best.upper)}}}}
+    tunelab = {"study": best.study, "source": best.source, "direction": best.direction,
+               "undetermined": list(best.undetermined),
+               "interval": {"level": best.level, "lower": _finite(best.lower), "upper": _finite(best.upper)}}
+    if predicted:
+        tunelab["prediction"] = best.to_dict()["prediction"]
+    doc = {"schema_version": "1.0.0", "results": [result], "metadata": {"tunelab": tunelab}}
     return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 

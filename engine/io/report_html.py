@@ -134,8 +134,15 @@ def _best_section(best: Any) -> str:
     if getattr(best, "lower", None) is not None and getattr(best, "upper", None) is not None:
         interval = f" ({best.level:.0%} interval {best.lower:.6g} .. {best.upper:.6g})"
     config = pd.DataFrame([{"factor": k, "value": v} for k, v in best.config.items()])
-    return (f"<h2>Best configuration ({_e(best.source)})</h2><p>{_e(best.objective)} = {best.value:.6g}{_e(interval)}"
-            f"{f', {best.repeats} repeats' if best.repeats else ''}.</p>{_table(config)}")
+    notes = list(getattr(best, "warnings", []))
+    if getattr(best, "undetermined", ()):
+        notes.insert(0, f"not determined by the model: {', '.join(best.undetermined)}")
+    how = f" {_e(best.search)}." if getattr(best, "search", "") else ""
+    heading = "Best configuration (measured)" if best.source == "measured" else \
+        "Best configuration predicted by the latest model (never measured)"
+    return (f"<h2>{heading}</h2><p>{_e(best.objective)} = {best.value:.6g}{_e(interval)}"
+            f"{f', {best.repeats} repeats' if best.repeats else ''}.{how}</p>"
+            + "".join(f'<p class="warning">{_e(line)}</p>' for line in notes) + _table(config))
 
 
 def _figure_html(figure: Any, first_plotly: bool) -> tuple[str, bool]:
@@ -156,6 +163,7 @@ def study_report(
     decisions: pd.DataFrame | None = None,  # as a person reads it: engine.analysis.study_data.readable_log
     figures: Sequence[tuple[str, Any]] = (),
     best: Any = None,
+    predicted: Any = None,  # the latest model's predicted best (engine.io.best.BestConfig), beside the measured one
     title: str | None = None,
     generated_at: datetime | None = None,
     notes: str = "",
@@ -173,6 +181,7 @@ def study_report(
         _space_section(spec),
         _measurement_section(spec, measurements),
         _best_section(best),
+        _best_section(predicted),
     ]
     if designs is not None:
         parts.append("<h2>Designs</h2>" + _table(designs, ["id", "name", "kind", "formula", "step", "rows", "pending",
