@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.io.jsonable import jsonable
-
 
 def emit(data: Any, as_json: bool, text: str | None = None) -> None:
     """Print ``data`` as one JSON document, or ``text`` (default: a key: value listing)."""
+    from engine.io.jsonable import jsonable  # numpy and pandas: only once a command prints
+
     if as_json:
         print(json.dumps(jsonable(data), indent=2))
         return

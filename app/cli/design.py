@@ -11,13 +11,13 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
 from app.cli._common import MAX_RUNS, MAX_SEED, add_json, bounded, output_place, write_output
 from app.cli._output import emit
 from engine.errors import UserError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from engine.design import DesignResult
     from engine.space.factors import Space
 
@@ -94,6 +94,8 @@ def load_source(args: argparse.Namespace) -> Space | pd.DataFrame:
             session = StudySession(store, args.study)
             enumerable = session.is_table or session.spec.space.enumerable
             return session.candidates() if enumerable else session.spec.space
+    import pandas as pd
+
     from engine.io.table_import import unquote_frame
 
     try:
@@ -113,6 +115,8 @@ def _rows(text: str, what: str) -> list[int]:
 
 
 def _generate(args: argparse.Namespace) -> DesignResult:
+    import pandas as pd
+
     from engine.design import CandidateTable, fractional_factorial, full_factorial, latin_hypercube, optimal_design, plackett_burman, random_design
 
     source = load_source(args)

@@ -1,0 +1,37 @@
+"""Issue 31 §5: ``tunelab --help`` starts like a small tool. Building every sub-command's parser and its help
+must not import the numerics, the dashboard or the database (each costs 0.1–2 s of CPU); a command imports
+what it uses when it runs. A help whose epilog is a table of what the command runs (``tune --help``: the
+strategies' options) is written from those modules, on demand."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+#: What the help path must never import (top-level package names).
+HEAVY = ("pandas", "numpy", "scipy", "statsmodels", "torch", "streamlit", "duckdb", "numba", "plotly", "sklearn",
+         "lightgbm", "formulaic", "yaml", "torch_geometric")
+
+PROBE = f"""
+import contextlib, io, sys
+from app.cli import build_parser
+parser = build_parser()
+with contextlib.redirect_stdout(io.StringIO()):
+    parser.format_help()
+    for action in parser._subparsers._group_actions:
+        for sub in action.choices.values():
+            if getattr(sub, "epilog_from", None) is None:  # an options table (tune --help) imports what it lists
+                sub.format_help()
+print(",".join(sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r}))))
+"""
+
+
+def test_the_help_of_every_command_imports_no_heavy_package():
+    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "", f"tunelab --help imported {done.stdout.strip()}"
+
+
+def test_help_is_printed_and_exits_zero():
+    done = subprocess.run([sys.executable, "-m", "app.cli", "--help"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "analyze" in done.stdout and "export" in done.stdout
