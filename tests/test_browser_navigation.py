@@ -110,7 +110,7 @@ def test_run_shows_a_status_from_the_first_instant_and_fresh_pending_counts_afte
     page.goto(f"{server}/run?study={quote(TOY_STUDY)}")
     wait_ready(page)
     expect(picked(page, "Design")).to_have_value(re.compile(r", 8 pending$"))
-    page.get_by_text("Process pool").click()  # a pool takes a moment to start: the silent part before
+    page.get_by_text("Process pool (parallel, this machine)", exact=True).click()  # a pool takes a moment to start: the silent part before
     wait_ready(page)
     page.get_by_role("button", name="Start measuring").click()
     seen_cancel = False

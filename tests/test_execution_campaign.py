@@ -148,3 +148,19 @@ def test_executor_names_and_bad_arguments():
         LocalExecutor(workers=0)
     with pytest.raises(ValueError, match="space"):
         Campaign(runner_from_spec(TOY, space=SPACE)).run([{"x1": 0}], print, done={"k": 1})
+
+
+def test_auto_measures_a_synthetic_or_table_runner_in_process_and_anything_else_on_the_pool():
+    """Issue 31 §3: 8 synthetic evaluations took 12 s on the process pool, nearly all of it its start-up."""
+    from engine.execution.executors import LocalExecutor
+    from engine.execution.registry import resolved
+    from engine.runners.command import CommandRunner
+
+    synthetic = runner_from_spec(TOY, space=SPACE)
+    assert resolved("auto", synthetic) == "inline" and isinstance(executor_from_name("auto", runner=synthetic),
+                                                                  InlineExecutor)
+    command = CommandRunner.from_spec({"kind": "command", "command": ["true"], "metric": {"regex": "(.*)"}}, space=SPACE)
+    assert not command.in_process and resolved("auto", command) == "local"
+    assert resolved("local", synthetic) == "local" and resolved("auto", None) == "local"
+    with executor_from_name("auto", workers=2, runner=synthetic) as pool:  # workers ask for the pool
+        assert isinstance(pool, LocalExecutor)

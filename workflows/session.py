@@ -220,7 +220,7 @@ class StudySession:
         pending = designs[designs["pending"] > 0]
         return int((pending if len(pending) else designs)["id"].max())
 
-    def measure(self, design_id: int | None = None, *, executor: str = "local", workers: int | None = None,
+    def measure(self, design_id: int | None = None, *, executor: str = "auto", workers: int | None = None,
                 scheduler: str | None = None, repeats: int | None = None, echo: Echo | None = None,
                 on_progress: Callable[[Progress], None] | None = None,
                 on_start: Callable[[Campaign], None] | None = None) -> Measured:
@@ -235,7 +235,7 @@ class StudySession:
         runner = self.runner()
         done = stored_repeats(space, self.store.measurements(self.name))
         record = store_recorder(self.store, self.study, design_id=design_id, strategy="design", echo=echo)
-        with executor_from_name(executor, workers=workers, scheduler=scheduler or None) as pool:
+        with executor_from_name(executor, workers=workers, scheduler=scheduler or None, runner=runner) as pool:
             campaign = Campaign(runner, pool, repeats=repeats, space=space)
             if on_start is not None:
                 on_start(campaign)

@@ -20,7 +20,7 @@ def add_executor(parser: argparse.ArgumentParser, choices: tuple[str, ...] | Non
     from engine.execution.registry import EXECUTORS
 
     choices = choices or tuple(EXECUTORS)
-    parser.add_argument("--executor", choices=choices, default="local",
+    parser.add_argument("--executor", choices=choices, default="auto",
                         help="; ".join(f"{name}: {EXECUTORS[name]}" for name in choices))
     parser.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://HOST:8786 (default: a local cluster)")
     parser.add_argument("--workers", type=int, action=bounded(1, MAX_WORKERS), help="worker processes (local pool or local Dask cluster)")

@@ -8,9 +8,12 @@ from engine.errors import UserError, brief
 
 if TYPE_CHECKING:
     from engine.execution.executors import Executor
+    from engine.runners.base import Runner
 
 #: name -> what it is, as a person choosing one reads it.
 EXECUTORS = {
+    "auto": "Automatic: in this process for a runner with nothing to isolate (a table, a synthetic function), "
+            "else the process pool",
     "local": "Process pool (parallel, this machine)",
     "timing": "Timing mode (one pinned worker, serial: for timing-sensitive kernels)",
     "dask": "Dask cluster (a local one, or --scheduler tcp://HOST:8786)",
@@ -18,13 +21,25 @@ EXECUTORS = {
 }
 
 
-def executor_from_name(name: str, *, workers: int | None = None, scheduler: str | None = None) -> Executor:
-    """The executor a CLI flag or a page's choice names. Imported only when asked for: the table
-    above is what ``tunelab --help`` reads, and it must stay cheap."""
+def resolved(name: str, runner: Runner | None) -> str:
+    """The executor ``auto`` stands for with ``runner``: inline for one measured in process
+    (:attr:`~engine.runners.base.Runner.in_process`), else the process pool; any other name as it is."""
+    if name != "auto":
+        return name
+    return "inline" if runner is not None and runner.in_process else "local"
+
+
+def executor_from_name(name: str, *, workers: int | None = None, scheduler: str | None = None,
+                       runner: Runner | None = None) -> Executor:
+    """The executor a CLI flag or a page's choice names (``auto``: :func:`resolved` for ``runner``). Imported
+    only when asked for: the table above is what ``tunelab --help`` reads, and it must stay cheap."""
     from engine.execution.executors import InlineExecutor, LocalExecutor, TimingExecutor
 
     if scheduler and name != "dask":
         raise UserError(f"scheduler {brief(scheduler)}: only used with the dask executor")
+    if name == "auto" and workers is not None:
+        name = "local"  # asking for workers asks for the pool
+    name = resolved(name, runner)
     if name == "inline":
         return InlineExecutor()
     if name == "local":

@@ -201,6 +201,10 @@ class Runner(ABC):
     max_repeats: int | None = None
     #: Untimed runs before the repeats when a spec names none.
     default_warmup: ClassVar[int] = 0
+    #: Whether the ``auto`` executor measures in the calling process: a computation with nothing to isolate,
+    #: time or parallelise (a table lookup, a synthetic function), where a process pool's start-up (1-2 s on
+    #: 2 cores, issue 31) is most of the run.
+    in_process: ClassVar[bool] = False
 
     def __init__(self, *, repeats: int = 1, warmup: int | None = None, timeout: float | None = 60.0,
                  check: Any = True) -> None:

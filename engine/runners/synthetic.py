@@ -57,6 +57,7 @@ def evaluate(runner: Mapping[str, Any], frame: pd.DataFrame, keys: list[str], re
 
 class SyntheticRunner(Runner):
     kind = "synthetic"
+    in_process = True
     OPTIONS = ("name", "noise_sd", "seed")
 
     def __init__(self, space: Space, options: Mapping[str, Any], **common: Any) -> None:

@@ -29,6 +29,7 @@ class TableRunner(Runner):
 
     kind = "table"
     max_repeats = 1
+    in_process = True
     OPTIONS = ("source",)
 
     def __init__(self, space: Space, table: pd.DataFrame, **common: Any) -> None:
