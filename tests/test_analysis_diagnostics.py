@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
+from statsmodels.regression.linear_model import OLS
 from statsmodels.stats.outliers_influence import OLSInfluence
 
 from engine.analysis import (
@@ -39,7 +40,7 @@ def unbalanced():
 
 def test_residual_diagnostics_match_statsmodels_influence(unbalanced):
     diag = residual_diagnostics(unbalanced)
-    influence = OLSInfluence(unbalanced.results_)
+    influence = OLSInfluence(OLS(unbalanced.y_, unbalanced.X_).fit())  # statsmodels' own fit of the same columns
     np.testing.assert_allclose(diag["leverage"], influence.hat_matrix_diag, rtol=1e-10)
     np.testing.assert_allclose(diag["std_residual"], influence.resid_studentized_internal, rtol=1e-9)
     np.testing.assert_allclose(diag["cooks_distance"], influence.cooks_distance[0], rtol=1e-9)
@@ -167,3 +168,13 @@ def test_the_profiler_importance_and_surface_follow_the_model():
     assert shares["factor"].iloc[0] == "a" and shares["share"].sum() == pytest.approx(1.0)
     grid = surface(model, "a", "b", at)
     assert len(grid) == 6 and grid.loc[(grid["a"] == 16) & (grid["b"] == 2), "predicted"].iloc[0] > 40
+
+
+def test_the_fit_s_least_squares_equal_statsmodels_ols(unbalanced):
+    """The fit's own least squares (one QR, no second factorisation) against statsmodels' OLS on the same columns."""
+    theirs = OLS(unbalanced.y_, unbalanced.X_).fit()
+    ours = unbalanced.results_
+    np.testing.assert_allclose(ours.params, theirs.params, rtol=1e-9)
+    np.testing.assert_allclose(ours.fittedvalues, theirs.fittedvalues, rtol=1e-10)
+    np.testing.assert_allclose(ours.resid, theirs.resid, rtol=1e-8, atol=1e-12 * np.abs(unbalanced.y_).max())
+    assert ours.ssr == pytest.approx(theirs.ssr, rel=1e-10) and ours.llf == pytest.approx(theirs.llf, rel=1e-12)

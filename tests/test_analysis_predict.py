@@ -7,6 +7,7 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+from statsmodels.regression.linear_model import OLS
 
 from engine.analysis import AnalysisError, LinearModel, argmin, predict, predicted_minimum, refine_neighbourhood
 
@@ -32,7 +33,7 @@ def model(lattice) -> LinearModel:
 
 def test_prediction_intervals_match_statsmodels(model, lattice):
     ours = predict(model, lattice, level=0.9)
-    theirs = model.results_.get_prediction(np.column_stack([np.ones(len(lattice)), lattice["a"], lattice["a"] ** 2,
+    theirs = OLS(model.y_, model.X_).fit().get_prediction(np.column_stack([np.ones(len(lattice)), lattice["a"], lattice["a"] ** 2,
                                                             lattice["b"], lattice["b"] ** 2, lattice["c"]]))
     frame = theirs.summary_frame(alpha=0.1)
     np.testing.assert_allclose(ours["fit"], frame["mean"], rtol=1e-10)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special
 
 from engine.analysis.fit import LinearModel
 
@@ -45,7 +45,7 @@ def qq_data(model: LinearModel) -> pd.DataFrame:
     diag = residual_diagnostics(model).sort_values("std_residual", kind="stable")
     return pd.DataFrame(
         {
-            "theoretical": stats.norm.ppf(ppoints(len(diag))),
+            "theoretical": special.ndtri(ppoints(len(diag))),
             "sample": diag["std_residual"].to_numpy(),
             "row": diag["row"].to_numpy(),
         }

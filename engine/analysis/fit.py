@@ -1,8 +1,9 @@
-"""OLS fit of a formula on measurements: statsmodels on the formula's model matrix, R's summaries.
+"""OLS fit of a formula on measurements: least squares on the formula's model matrix, R's summaries.
 
-The model matrix comes from :mod:`engine.model.formula` (one formula engine, R term order); statsmodels
-only does the least squares, so coefficient names, aliasing and AIC/BIC follow R (``lm``), not
-statsmodels' formula layer. The transform of the response is chosen at fit time — including the
+The model matrix comes from :mod:`engine.model.formula` (one formula engine, R term order); the least
+squares are the one QR the fit already holds (:class:`LeastSquares`), so coefficient names, aliasing and
+AIC/BIC follow R (``lm``). statsmodels' OLS is not used: it factorised X again and its import alone cost
+more CPU than R's whole ``lm`` + ``Anova`` report (issue 31). The transform of the response is chosen at fit time — including the
 automatic rule "Box–Cox when ncvTest's p < 0.05" — so a fitted model always knows how it was made.
 """
 
@@ -15,11 +16,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy import linalg
-from statsmodels.regression.linear_model import OLS
 
 from engine.analysis.data import AnalysisError, complete_rows
 from engine.analysis.labels import Term, column_names, model_terms, stars
-from engine.analysis.lsq import qr
+from engine.analysis.lsq import QR, qr
 from engine.analysis.options import NCV_ALPHA, TRANSFORMS
 from engine.analysis.tails import f_p_value, t_p_value
 from engine.analysis.transform import (
@@ -32,6 +32,30 @@ from engine.analysis.transform import (
 )
 from engine.analysis.variance import ncv_test
 from engine.model.formula import parse
+
+
+@dataclass(frozen=True)
+class LeastSquares:
+    """The least-squares fit of a response on the kept columns of a QR (statsmodels' names for what a
+    fit's readers use): coefficients, fitted values, residuals, their sum of squares and the Gaussian
+    log-likelihood as R's ``logLik.lm`` (σ̂² = RSS/n)."""
+
+    params: np.ndarray
+    fittedvalues: np.ndarray
+    resid: np.ndarray
+    ssr: float
+    llf: float
+
+    @classmethod
+    def of(cls, decomposition: QR, y: np.ndarray) -> LeastSquares:
+        effects = decomposition.effects(y)
+        params = linalg.solve_triangular(decomposition.R, effects)
+        fitted = decomposition.Q @ effects
+        resid = y - fitted
+        ssr = float(resid @ resid)
+        n = len(y)
+        llf = -0.5 * n * (math.log(2.0 * math.pi) + math.log(ssr / n) + 1.0) if ssr > 0 else math.inf
+        return cls(params, fitted, resid, ssr, llf)
 
 
 class LinearModel:
@@ -72,7 +96,7 @@ class LinearModel:
         self.boxcox_refusal_: str | None = None
         self.power_, self.transform_ = self._resolve_transform()
         self.y_ = self.transform_.apply(self.y_raw_)
-        self.results_ = OLS(self.y_, self.X_).fit(method="qr")
+        self.results_ = LeastSquares.of(self.qr_, self.y_)
         self.std_errors_, self.t_values_, self.p_values_ = self._coefficient_tests()
         self.warnings_ = self._warnings()
         return self

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from scipy import linalg, stats
+from scipy import linalg, special
 
 from engine.analysis.data import AnalysisError
 from engine.analysis.fit import LinearModel
@@ -68,7 +68,7 @@ def predict(model: LinearModel, candidates: pd.DataFrame, level: float = 0.95, X
     scaled = linalg.solve_triangular(model.qr_.R, X.T, trans="T")
     sigma2 = float(model.results_.ssr) / model.df_resid_
     se_pred = np.sqrt(sigma2 * ((interval == "prediction") + np.einsum("ij,ij->j", scaled, scaled)))
-    half = stats.t.ppf(0.5 + level / 2.0, model.df_resid_) * se_pred
+    half = special.stdtrit(model.df_resid_, 0.5 + level / 2.0) * se_pred
     out = pd.DataFrame({"fit": fit, "lwr": fit - half, "upr": fit + half}, index=candidates.index)
     inverse = model.transform_.inverse
     out["predicted"], out["lower"], out["upper"] = inverse(fit), inverse(fit - half), inverse(fit + half)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 #: The continued fraction stops when a step changes it by less than this (relative).
 CF_TOL = 1e-16
@@ -75,7 +75,7 @@ def _log_f_tail(log_odds: float, df1: float, df2: float) -> float:
     a, b = df2 / 2.0, df1 / 2.0
     if 1.0 / (1.0 + math.exp(min(log_odds, 700.0))) < (a + 1.0) / (a + b + 2.0):
         return _log_upper(a, b, log_odds)
-    p = float(stats.f.sf(math.exp(log_odds) * df2 / df1, df1, df2))  # p > ~0.1 here
+    p = float(special.fdtrc(df1, df2, math.exp(log_odds) * df2 / df1))  # p > ~0.1 here
     return math.log(p)
 
 

@@ -11,13 +11,13 @@ the analytic derivative, so it is as precise as doubles allow, not as flat as th
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, stats
+from scipy import special
 
 from engine.analysis.lsq import QR
 from engine.errors import UserError
@@ -207,17 +207,56 @@ def power_transform(profile: BoxCoxProfile) -> PowerTransformResult:
     def neg(lam: float) -> float:
         return -profile.loglik(float(lam))
 
-    start = optimize.minimize_scalar(neg, bounds=(-3.0, 3.0), method="bounded", options={"xatol": 1e-9}).x
-    lam = _stationary_point(profile, float(start))
+    start = _golden_minimum(neg, -3.0, 3.0, 1e-9)
+    lam = _stationary_point(profile, start)
     curvature = profile.curvature(lam)
     se = 1.0 / math.sqrt(curvature) if curvature > 0 else math.nan
     best = profile.loglik(lam)
     tests = []
     for l0 in (0.0, 1.0):
         lrt = max(2.0 * (best - profile.loglik(l0)), 0.0)
-        tests.append((l0, lrt, float(stats.chi2.sf(lrt, 1))))
+        tests.append((l0, lrt, float(special.chdtrc(1, lrt))))
     rounded = round_lambda(lam, se) if math.isfinite(se) else lam
     return PowerTransformResult(lam, se, lam - WALD_Z * se, lam + WALD_Z * se, rounded, best, tuple(tests))
+
+
+#: The golden ratio's conjugate, (√5 − 1)/2: the share of the interval each golden-section step keeps.
+_GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+
+
+def _golden_minimum(f: Callable[[float], float], lo: float, hi: float, xatol: float) -> float:
+    """A local minimum of ``f`` on [lo, hi] by golden-section search, to ``xatol``: the start the exact
+    stationary point is bracketed from (scipy.optimize's bounded Brent did this; its import cost more CPU
+    than R's whole report, issue 31)."""
+    a, b = lo, hi
+    c, d = b - _GOLDEN * (b - a), a + _GOLDEN * (b - a)
+    fc, fd = f(c), f(d)
+    while b - a > xatol:
+        if fc <= fd:
+            b, d, fd = d, c, fc
+            c = b - _GOLDEN * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + _GOLDEN * (b - a)
+            fd = f(d)
+    return (a + b) / 2.0
+
+
+def _root(f: Callable[[float], float], lo: float, hi: float) -> float:
+    """The root of ``f`` in [lo, hi] (``f(lo) > 0 > f(hi)``) by bisection, to 1e-14 plus 4 ulps (brentq's
+    tolerances here before): about 40 halvings of the widest bracket tried."""
+    while True:
+        mid = (lo + hi) / 2.0
+        if not lo < mid < hi or hi - lo <= 1e-14 + 4 * np.finfo(float).eps * abs(mid):
+            return mid
+        value = f(mid)
+        if value == 0:
+            return mid
+        if value > 0:
+            lo = mid
+        else:
+            hi = mid
 
 
 def _stationary_point(profile: BoxCoxProfile, start: float) -> float:
@@ -229,5 +268,5 @@ def _stationary_point(profile: BoxCoxProfile, start: float) -> float:
         except (FloatingPointError, ZeroDivisionError, OverflowError):
             break
         if math.isfinite(s_lo) and math.isfinite(s_hi) and s_lo > 0 > s_hi:
-            return float(optimize.brentq(profile.score, lo, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps))
+            return _root(profile.score, lo, hi)
     raise TransformError(f"Box-Cox: no finite lambda maximises the likelihood near {start:.3g}; use --transform none or log")

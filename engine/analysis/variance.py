@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from engine.analysis.lsq import qr
 
@@ -44,7 +44,7 @@ def score_test(resid: np.ndarray, Z: np.ndarray, studentize: bool = False) -> tu
     else:
         u = e2 / (e2.sum() / n)
         stat = 0.5 * float(np.sum((decomposition.fitted(u) - u.mean()) ** 2))
-    return stat, df, float(stats.chi2.sf(stat, df)) if df > 0 else float("nan")
+    return stat, df, float(special.chdtrc(df, stat)) if df > 0 else float("nan")
 
 
 def ncv_test(resid: np.ndarray, fitted: np.ndarray) -> VarianceTest:
