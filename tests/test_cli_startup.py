@@ -35,3 +35,23 @@ def test_the_help_of_every_command_imports_no_heavy_package():
 def test_help_is_printed_and_exits_zero():
     done = subprocess.run([sys.executable, "-m", "app.cli", "--help"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "analyze" in done.stdout and "export" in done.stdout
+
+
+ANALYSIS_PROBE = """
+import sys
+import numpy as np, pandas as pd
+from engine.analysis import analyze, anova
+rng = np.random.default_rng(0)
+data = pd.DataFrame({"a": rng.uniform(1, 2, 50), "b": rng.integers(1, 5, 50)})
+data["y"] = np.exp(data["a"]) + data["b"] + rng.uniform(0, 0.1, 50)
+result = analyze(data, "y ~ a + I(a^2) + b + a:b", transform="boxcox-round", anova_type=2)
+anova(result.model, 3)
+print(",".join(sorted(m for m in ("statsmodels", "scipy.stats", "scipy.optimize") if m in sys.modules)))
+"""
+
+
+def test_an_analysis_imports_neither_statsmodels_nor_scipy_stats_nor_scipy_optimize():
+    """Issue 31 §4: those imports alone cost more CPU than R's whole lm + Anova + ncvTest + powerTransform report."""
+    done = subprocess.run([sys.executable, "-c", ANALYSIS_PROBE], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "", f"an analysis imported {done.stdout.strip()}"
