@@ -22,13 +22,13 @@ from app.decision_widgets import (
 )
 from app.effect_summary import effect_summary_panel
 from app.escape import escape_md
+from app.model_cache import cached_analysis, diagnostic_figures, effect_figures, interaction_figure
 from app.model_views import explore_panel, profiler_panel
 from app.state import get_store
 from app.term_builder import term_builder
-from engine.analysis import analyze, coefficient_table, plots
-from engine.analysis.diagnostics import qq_data, residual_diagnostics
+from engine.analysis import coefficient_table
 from engine.analysis.display import predicted_best_caption, readable_table
-from engine.analysis.effects import effect_screening, interaction_effects, main_effects, strongest_pair
+from engine.analysis.effects import strongest_pair
 from engine.analysis.options import ADJUSTMENTS, FACTOR_RULES, TRANSFORMS, default_transform, nonpositive_warning
 from engine.analysis.study_data import initial_formula, restrict
 from engine.io.report_html import progress_data
@@ -122,7 +122,7 @@ with right:
 
 result = None
 with guard():
-    result = analyze(data, formula, transform=transform, anova_type=anova_type)
+    result, model_key = cached_analysis(data, formula, transform, anova_type)
 if result is None:
     if fixed:
         st.info(f"Step {step:d}: {len(data)} measurement(s) agree with the fixed factors. {STEP_HINT}")
@@ -181,23 +181,24 @@ strongest = strongest_pair(result.model, anova_table)
 view = st.radio("View", VIEWS, index=VIEWS.index("Effects"), horizontal=True, key="analyze_view",
                 label_visibility="collapsed")
 if view == "Diagnostics":
-    diagnostics = residual_diagnostics(result.model)
+    residuals, qq, leverage, cooks = diagnostic_figures(result, model_key)
     a, b = st.columns(2)
-    a.plotly_chart(plots.residuals_figure(diagnostics), width="stretch")
-    b.plotly_chart(plots.qq_figure(qq_data(result.model)), width="stretch")
-    a.plotly_chart(plots.leverage_figure(diagnostics), width="stretch")
-    b.plotly_chart(plots.cooks_figure(diagnostics), width="stretch")
+    a.plotly_chart(residuals, width="stretch")
+    b.plotly_chart(qq, width="stretch")
+    a.plotly_chart(leverage, width="stretch")
+    b.plotly_chart(cooks, width="stretch")
 elif view == "Effects":
     a, b = st.columns(2)
-    a.plotly_chart(plots.main_effects_figure(main_effects(result.model)), width="stretch")
-    b.plotly_chart(plots.half_normal_figure(effect_screening(result.model)), width="stretch")
+    effects, screening = effect_figures(result, model_key)
+    a.plotly_chart(effects, width="stretch")
+    b.plotly_chart(screening, width="stretch")
     varying = [v for v in result.model.variables_ if data[v].nunique() > 1]
     if len(varying) >= 2 and strongest:
         pair = st.multiselect("Interaction plot of", varying, max_selections=2, key=f"ia_pair_{'_'.join(strongest)}",
                               default=[v for v in strongest if v in varying] or varying[:2],
                               help="Starts from the most significant two-factor term (else the two strongest factors).")
         if len(pair) == 2:
-            st.plotly_chart(plots.interaction_figure(interaction_effects(result.model, *pair)), width="stretch")
+            st.plotly_chart(interaction_figure(result, model_key, *pair), width="stretch")
 elif view == "Profiler":
     if result.model.variables_ and best is not None:
         profiler_panel(result.model, best["point"], spec.objective, key=f"profiler_{builder}",
