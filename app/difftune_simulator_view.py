@@ -12,7 +12,7 @@ from engine.surrogates.difftune.metrics import accuracy_table
 from engine.surrogates.difftune.plots import error_histogram, scatter_figure, timeline_figure
 from storage import Store
 from storage.difftune import cpus, evaluations
-from workflows.difftune import block_view, evaluate, find_blocks, stored_evaluation, this_cpu
+from workflows.difftune import block_view, blocks_decoded, evaluate, find_blocks, stored_evaluation, this_cpu
 from workflows.difftune_views import MODEL_ARCHS
 
 #: How an accuracy table (one row per predictor) reads on screen, in both sections.
@@ -39,6 +39,11 @@ def _one_block(store: Store, host: str) -> None:
                            help="Searches the anchor sample and this CPU's measured blocks.")
     arch = right.selectbox("Model (-mcpu)", MODEL_ARCHS, index=_arch_index(host), key="dt_arch")
     found: list[str] = []
+    if not (text or blocks_decoded(store) or st.session_state.get("dt_decode")):
+        # Nothing is computed until asked (issue 31: the page's first open decoded and simulated for 49 s).
+        st.button("Decode the blocks to browse them", key="dt_decode",
+                  help="The anchor sample and this CPU's measured blocks, decoded once and kept in the database.")
+        return
     with guard():
         with st.spinner("Decoding the blocks (once)…"):
             found = find_blocks(store, text)
@@ -47,7 +52,9 @@ def _one_block(store: Store, host: str) -> None:
                 "and nothing is measured (tunelab blocks measure).")
         return
     chosen = st.selectbox(f"Block ({len(found)} shown{', the first 200' if len(found) == 200 else ''})", found,
-                          key="dt_block")
+                          key="dt_block", index=None, placeholder="Pick a block: its predictions and timeline follow")
+    if chosen is None:
+        return
     view = None
     with guard():
         with st.spinner("Simulating…"):

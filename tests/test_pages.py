@@ -309,7 +309,12 @@ def test_surrogates_page_shows_a_block_and_an_evaluation(app_db):
         pytest.skip("the data folder is absent")
     at = page("surrogates.py").run(timeout=180)
     assert not at.exception and not at.error
+    assert not at.metric  # no block simulated on opening
+    assert at.button(key="dt_decode").label == "Decode the blocks to browse them"  # nothing computed until asked
     at.text_input(key="dt_search").input("ADD64rr").run(timeout=120)
+    assert not at.exception and not at.error and not at.metric  # found, none simulated until one is picked
+    blocks = at.selectbox(key="dt_block")
+    blocks.set_value(blocks.options[0]).run(timeout=120)
     assert not at.exception and not at.error
     assert "ADD64rr" in set(at.dataframe[0].value["opcode"])  # the block found has that opcode
     shown = {m.label for m in at.metric}

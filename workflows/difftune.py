@@ -270,10 +270,15 @@ class BlockView:
     timeline: pd.DataFrame
 
 
+def blocks_decoded(store: Store) -> bool:
+    """Whether the blocks to browse were decoded already (the first :func:`find_blocks` decodes them)."""
+    return bool(search_blocks(store, DECODER, "", 1))
+
+
 def find_blocks(store: Store, text: str, limit: int = 200) -> list[str]:
     """Blocks to pick from: decoded ones whose hex, assembly or opcode names contain ``text`` (the measured and
     anchor blocks are decoded on first use)."""
-    if not search_blocks(store, DECODER, "", 1):
+    if not blocks_decoded(store):
         hexes = list(block_measurements(store, this_cpu(store)[0], 1)["hex"])
         if bhive.available():
             hexes = list(bhive.anchor()["hex"]) + hexes
