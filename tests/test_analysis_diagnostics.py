@@ -178,3 +178,14 @@ def test_the_fit_s_least_squares_equal_statsmodels_ols(unbalanced):
     np.testing.assert_allclose(ours.fittedvalues, theirs.fittedvalues, rtol=1e-10)
     np.testing.assert_allclose(ours.resid, theirs.resid, rtol=1e-8, atol=1e-12 * np.abs(unbalanced.y_).max())
     assert ours.ssr == pytest.approx(theirs.ssr, rel=1e-10) and ours.llf == pytest.approx(theirs.llf, rel=1e-12)
+
+
+def test_main_effects_from_one_batched_matrix_equal_one_matrix_per_factor(unbalanced):
+    """The batched least-squares means (one model-matrix build for every factor) against the per-factor path."""
+    from engine.analysis.effects import _model_means
+
+    batched = main_effects(unbalanced)
+    for factor, part in batched.groupby("factor", sort=False):
+        alone = _model_means(unbalanced, pd.DataFrame({factor: list(part["level"])}), 0.95)
+        np.testing.assert_allclose(part[["predicted", "lower", "upper"]].to_numpy(dtype=float),
+                                   alone.to_numpy(dtype=float), rtol=1e-12)
