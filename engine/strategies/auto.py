@@ -20,8 +20,8 @@ the mean best ÷ optimum at budgets 20/40/60/100/200): DLMT's full steps then th
 1.059/1.026/1.002. Median measurements to within 5% of the optimum at budget 200 went from 39/100/12/123/4 to
 34/83/12/86/4 (convolution A4000, A6000, dedispersion, gemm, pnpoly). TPE told DLMT's designs does worse than TPE
 from scratch on gemm (90 measurements to within 5% against 64, 20 runs): D-optimal designs sit at the extremes of
-the levels, which misleads its densities. With ``then`` local and ``patience`` 0, AUTO's runs are DLMT's with
-``rule`` term (same seed, same measurements).
+the levels, which misleads its densities. With ``then`` local and ``patience`` 0, AUTO's runs are DLMT's (same
+seed, same measurements).
 """
 
 from __future__ import annotations
@@ -49,10 +49,8 @@ HANDOFFS = ("forest", "local", "bo", "tpe")
 POOL = 5000
 #: DLMT options AUTO does not offer: it always spends its budget, and its hand-off takes the place of ``refine``.
 _PINNED: dict[str, Any] = {"spend": True, "refine": 0}
-#: DLMT options whose default AUTO sets otherwise: one step without a better prediction ends the steps; factors are
-#: fixed by the term rule, which the figures above were measured with (issue 30 moved DLMT's default to the factor
-#: rule; AUTO keeps its benchmarked one until bench/peers.py says otherwise).
-_DEFAULTS: dict[str, Any] = {"patience": 1, "rule": "term"}
+#: DLMT options whose default AUTO sets otherwise: one step without a better prediction ends the steps.
+_DEFAULTS: dict[str, Any] = {"patience": 1}
 
 
 class Auto(DLMT):
