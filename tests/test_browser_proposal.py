@@ -1,7 +1,8 @@
 """Issue 30 in chromium, on the toy study as the Design page's defaults leave it (the 12 screening runs and a
 50-run D-optimal design for the full cubic model, measured): the proposal's levels are the model's optimum,
 the profiler opens there (every curve bottoms out at the star) with the caption's value, the reasons give each
-factor's joint test; and removing x6 removes the terms that contain it."""
+factor's joint test; Export writes that point. (Removing x6 removes the terms that contain it:
+test_browser_hierarchy.py.)"""
 
 from __future__ import annotations
 
@@ -92,30 +93,6 @@ def test_the_proposal_the_profiler_and_the_caption_show_the_model_s_optimum(serv
         if "— fix at " in reason:
             assert reason.split("— fix at ")[1].split(",")[0] == levels[factor]
             expect(page.get_by_role("combobox", name=f"{factor} level")).to_have_value(levels[factor])
-
-
-def _pick(page, term: str) -> None:
-    page.locator("[data-testid='stMultiSelect']").filter(has_text="Terms to remove").locator("input").click()
-    page.get_by_role("option", name=term, exact=True).click()
-    wait_ready(page)
-    page.keyboard.press("Escape")
-
-
-def test_removing_a_main_effect_removes_the_terms_that_contain_it(server, page):
-    page.goto(server + "/analyze")
-    wait_ready(page)
-    formula = page.get_by_role("textbox", name="Formula").first
-    expect(formula).to_have_value(re.compile(r"I\(x6\^2\)"))
-    _pick(page, "x6")
-    page.get_by_role("button", name="Remove", exact=True).click()
-    wait_ready(page)
-    expect(formula).not_to_have_value(re.compile(r"x6"))
-    expect(formula).to_have_value(re.compile(r"I\(x5\^3\)"))  # the other factors' terms stay
-    page.get_by_role("button", name="Undo").click()
-    wait_ready(page)
-    expect(formula).to_have_value(re.compile(r"I\(x6\^2\)"))
-    _pick(page, "x6")
-    expect(page.get_by_text("Removing x6 also removes I(x6^2), I(x6^3)")).to_be_visible()  # said before the click
 
 
 def test_export_writes_the_proposal_s_point_and_value_and_marks_it_a_prediction(server, page):
