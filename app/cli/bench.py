@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--preset", default="paper", choices=("paper", "none"),
                    help="per-strategy settings: the paper's (default) or every strategy's defaults with the full budget")
     p.add_argument("--options", metavar="JSON", help='strategy options, e.g. \'{"DLMT": {"refine": 4}}\' (over the preset)')
-    p.add_argument("--name", help="name of the stored comparison (default: table and date)")
+    p.add_argument("--name", help="name of the stored comparison (default: the table and the strategies that ran)")
     p.add_argument("--no-store", action="store_true", help="do not store the comparison even with --db")
     add_json(p)
     p.set_defaults(func=run)
