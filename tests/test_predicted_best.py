@@ -50,7 +50,8 @@ def test_export_the_report_and_the_cli_show_the_proposal_s_point_and_value(toy_d
         best = session.best("predicted")
         report = session.report_html()
     assert best.config == proposed["point"] and best.value == pytest.approx(proposed["predicted"], rel=1e-9)
-    assert best.lower < best.value < best.upper and "coordinate descent" in best.search or "exact" in best.search
+    assert best.lower < best.value < best.upper
+    assert "coordinate descent" in best.search or "exact" in best.search
     assert "Best configuration predicted by the latest model (never measured)" in report and f"{best.value:.6g}" in report
     out = tmp_path / "best.json"
     done = subprocess.run([*CLI, "--db", str(toy_db), "export", "best", "--study", TOY_STUDY, "--source", "predicted",
