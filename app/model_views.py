@@ -47,7 +47,10 @@ def explore_panel(model: LinearModel, anova_table: pd.DataFrame, history: pd.Dat
     right.plotly_chart(plots.importance_figure(importance(model, anova_table)), width="stretch",
                        key=f"{key}_importance")
     factors = [f for f in model.variables_ if f in data.columns]
-    st.plotly_chart(plots.parallel_figure(data, factors, objective), width="stretch", key=f"{key}_parallel")
+    # Plotly draws parallel coordinates with WebGL: seconds per redraw in a browser without a GPU, so on request
+    if st.toggle("Parallel coordinates of the measured configurations", key=f"{key}_parallel_on",
+                 help="Drawn with WebGL, which takes seconds where the browser has no GPU."):
+        st.plotly_chart(plots.parallel_figure(data, factors, objective), width="stretch", key=f"{key}_parallel")
     if pair is not None:
         chosen = st.multiselect("Surface of", factors, default=list(pair), max_selections=2, key=f"{key}_pair")
         if len(chosen) == 2:

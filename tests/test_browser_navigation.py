@@ -177,8 +177,13 @@ def test_the_profiler_follows_its_sliders_and_explore_draws_the_optuna_views(ser
     assert stars >= 1  # the predicted best is marked
     page.get_by_text("Explore", exact=True).click()
     wait_ready(page)
-    for name in ("History", "Importance", "parallel coordinates", "Predicted y over"):
+    for name in ("History", "Importance", "Predicted y over"):
         expect(page.locator(".js-plotly-plot .gtitle", has_text=name).first).to_be_attached()
+    parallel = page.locator(".js-plotly-plot .gtitle", has_text="parallel coordinates")
+    expect(parallel).to_have_count(0)  # WebGL, drawn on request only
+    page.get_by_text("Parallel coordinates of the measured configurations").click()
+    wait_ready(page)
+    expect(parallel.first).to_be_attached()
 
 
 def test_study_notes_are_saved_and_go_into_the_report(server, page):
