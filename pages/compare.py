@@ -1,7 +1,10 @@
 """Compare: replay search strategies on a measured table, side by side, as in the CCGrid'19 table."""
 
+import time
+
 import streamlit as st
 
+from app.compare_progress import CompareProgress
 from app.components import STUDY_KEY, flash, guard, remembered, show_flash
 from app.escape import escape_md
 from app.jobs import Job, get_job, start_job
@@ -20,7 +23,7 @@ from engine.compare.plots import (
 )
 from engine.compare.presets import PRESETS
 from engine.compare.summary import header, summary_table, with_paper
-from engine.strategies import from_form
+from engine.strategies import from_form, strategy_class
 from engine.strategies.registry import describe
 from workflows.compare import (
     DEFAULT_STRATEGIES,
@@ -87,24 +90,28 @@ was_running = f"_cmp_was_running:{name}"
 
 def benchmark_work(job: Job, strategies: list[str], reps: int, budget: int, jobs: int, seed: int, preset: str,
                    options: dict, label: str) -> int | None:
-    """The comparison, leaving in ``job.progress`` a sentence until the first runs end (loading the
-    table and starting workers take seconds), then (done, total, strategy) after each chunk."""
+    """The comparison, leaving in ``job.progress`` a sentence until the first run ends (loading the table and
+    starting workers take seconds), then its CompareProgress, fed after every run."""
     table = table_study(store, name)
     job.progress = (f"Starting: {jobs} worker processes are loading the table…" if jobs > 1
                     else f"Starting: running strategy {strategies[0]}…")
-    return compare(table, strategies, reps=reps, budget=budget, jobs=jobs, seed=seed,
-                   preset_name=preset, options=options, progress=lambda done, total, strategy: setattr(job, "progress", (done, total, strategy)),
-                   store=store, name=label, study=name).stored_id
+    counts = CompareProgress([strategy_class(s).name for s in strategies], reps)
+
+    def said(done: int, total: int, strategy: str) -> None:
+        counts(done, total, strategy)
+        job.progress = counts
+
+    return compare(table, strategies, reps=reps, budget=budget, jobs=jobs, seed=seed, preset_name=preset,
+                   options=options, progress=said, store=store, name=label, study=name).stored_id
 
 
 def status(job: Job) -> tuple[float, str]:
-    """The progress bar's fraction and text: a 'Starting' sentence before the first runs end, then
-    'N/M runs (strategy X)' with an estimate of the time left."""
-    if not isinstance(job.progress, tuple):
-        return 0.0, str(job.progress or STARTING)
-    done, total, strategy = job.progress
-    eta = job.eta_seconds(done / total)
-    return done / total, f"{done}/{total} runs (strategy {strategy})" + (f" — about {eta:.0f} s left" if eta else "")
+    """The progress bar's fraction and text: a 'Starting' sentence (with the seconds so far) before the first
+    run ends, then the runs done, each unfinished strategy's count and the time left."""
+    if not isinstance(job.progress, CompareProgress):
+        return 0.0, f"{job.progress or STARTING} ({time.time() - job.started:.0f} s)"
+    counts = job.progress
+    return counts.fraction, counts.text(job.eta_seconds(counts.fraction))
 
 
 if submitted:

@@ -42,6 +42,12 @@ def comparison(table):
     return run_benchmark(table, ["RS", "GS", "DLMT"], reps=6, budget=20, jobs=1, seed=3)
 
 
+def test_progress_is_said_after_every_run(table):
+    said: list[tuple[int, int, str]] = []
+    run_benchmark(table, ["RS", "DLMT"], reps=3, budget=20, seed=3, progress=lambda *args: said.append(args))
+    assert said == [(1, 6, "RS"), (2, 6, "RS"), (3, 6, "RS"), (4, 6, "DLMT"), (5, 6, "DLMT"), (6, 6, "DLMT")]
+
+
 def test_table_lookup_and_slowdown(table):
     ok = table.table[table.table["status"] == "ok"]
     index = table.domain.from_frame(ok.iloc[:5])
@@ -53,7 +59,12 @@ def test_table_lookup_and_slowdown(table):
 
 
 def test_runs_are_deterministic_whatever_the_number_of_workers(table, comparison):
-    parallel = run_benchmark(table, ["RS", "GS", "DLMT"], reps=6, budget=20, jobs=2, seed=3)
+    said: list[tuple[int, int, str]] = []
+    parallel = run_benchmark(table, ["RS", "GS", "DLMT"], reps=6, budget=20, jobs=2, seed=3,
+                             progress=lambda *args: said.append(args))
+    # every run is reported as it ends, not each chunk of runs (a slow strategy's chunk froze the bar)
+    assert [done for done, _, _ in said] == list(range(1, 19)) and {total for _, total, _ in said} == {18}
+    assert sorted(name for _, _, name in said) == sorted(["RS", "GS", "DLMT"] * 6)
     cols = ["strategy", "rep", "seed", "slowdown", "budget_used"]
     assert parallel.runs[cols].equals(comparison.runs[cols])
     alone = run_benchmark(table, ["DLMT"], reps=6, budget=20, seed=3)

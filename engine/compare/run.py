@@ -4,16 +4,19 @@ Every run is independent and seeded from (benchmark seed, strategy name, repetit
 comparison gives the same numbers whatever ``jobs`` is and however runs are split between workers,
 and adding a strategy does not change the others' runs. Workers are fresh processes (``spawn``:
 safe under a threaded dashboard) that rebuild the table once, pin numpy to one thread (two
-processes on two cores must not each start a BLAS thread pool) and run chunks of repetitions.
+processes on two cores must not each start a BLAS thread pool) and run chunks of repetitions. Each run,
+not each chunk, is reported as it ends (workers send a word through a queue), so a slow strategy's chunk
+never freezes the progress for minutes.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import queue
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from typing import Any
@@ -26,8 +29,10 @@ from engine.errors import UserError
 from engine.strategies import drive, make_strategy, options_of, strategy_class
 
 Progress = Callable[[int, int, str], None]
-#: Runs per task sent to a worker: small enough for smooth progress, large enough to amortise IPC.
+#: Runs per task sent to a worker: large enough to amortise IPC (progress is reported per run anyway).
 CHUNK = 25
+#: Seconds between looks at the workers' progress queue while their chunks run.
+POLL_S = 0.2
 
 
 def run_seed(seed: int, strategy: str, rep: int) -> int:
@@ -75,16 +80,33 @@ def _run(table: BenchTable, name: str, rep: int, budget: int, seed: int, options
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(payload: Mapping[str, Any]) -> None:
+def _init_worker(payload: Mapping[str, Any], runs_done: Any) -> None:
     from threadpoolctl import threadpool_limits
 
     _WORKER["limits"] = threadpool_limits(1)
     _WORKER["table"] = BenchTable.from_payload(payload)
+    _WORKER["runs_done"] = runs_done
 
 
 def _run_chunk(name: str, reps: Sequence[int], budget: int, seed: int, options: Mapping[str, Any]) -> list[dict[str, Any]]:
-    table = _WORKER["table"]
-    return [_run(table, name, rep, budget, seed, options) for rep in reps]
+    table, runs_done = _WORKER["table"], _WORKER["runs_done"]
+    rows = []
+    for rep in reps:
+        rows.append(_run(table, name, rep, budget, seed, options))
+        runs_done.put(name)
+    return rows
+
+
+def _said(runs_done: Any, wait_s: float, limit: int | None = None) -> list[str]:
+    """The strategies of the runs the workers reported since the last look: what is queued now, or with
+    ``wait_s`` up to ``limit`` words, each waited for at most that long."""
+    said: list[str] = []
+    while limit is None or len(said) < limit:
+        try:
+            said.append(runs_done.get(timeout=wait_s) if wait_s else runs_done.get_nowait())
+        except queue.Empty:
+            break
+    return said
 
 
 def check_params(strategies: Sequence[str], reps: int, budget: int, jobs: int,
@@ -118,7 +140,7 @@ def run_benchmark(
     progress: Progress | None = None,
 ) -> Comparison:
     """Run ``reps`` repetitions of each strategy with ``budget`` (or its own, smaller one from
-    ``budgets``) and ``options[name]``; ``progress(done, total, strategy)`` after each chunk."""
+    ``budgets``) and ``options[name]``; ``progress(done, total, strategy)`` after each run."""
     names, options, budgets = check_params(strategies, reps, budget, jobs, options, budgets)
     tasks = [
         (name, list(range(start, min(start + CHUNK, reps))), min(budget, budgets.get(name, budget)), seed, options.get(name, {}))
@@ -132,21 +154,31 @@ def run_benchmark(
 
         with threadpool_limits(1):
             for name, chunk, b, s, o in tasks:
-                rows += [_run(table, name, rep, b, s, o) for rep in chunk]
-                done += len(chunk)
-                if progress:
-                    progress(done, total, name)
+                for rep in chunk:
+                    rows.append(_run(table, name, rep, b, s, o))
+                    done += 1
+                    if progress:
+                        progress(done, total, name)
     else:
+        context = get_context("spawn")
+        runs_done = context.Queue()
         workers = min(jobs, len(tasks), os.cpu_count() or jobs)
-        with ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=_init_worker,
-                                 initargs=(table.to_payload(),)) as pool:
-            futures = {pool.submit(_run_chunk, *task): task for task in tasks}
-            for future in as_completed(futures):
-                finished = future.result()
-                rows += finished
-                done += len(finished)
-                if progress:
-                    progress(done, total, futures[future][0])
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
+                                 initargs=(table.to_payload(), runs_done)) as pool:
+            pending = {pool.submit(_run_chunk, *task) for task in tasks}
+            while pending:
+                finished, pending = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    rows += future.result()
+                for name in _said(runs_done, wait_s=0.0):
+                    done += 1
+                    if progress:
+                        progress(done, total, name)
+        for name in _said(runs_done, wait_s=1.0, limit=total - done):  # a word may trail its chunk's result
+            done += 1
+            if progress:
+                progress(done, total, name)
+        runs_done.close()
     runs = pd.DataFrame(rows)
     runs["order"] = runs["strategy"].map({n: i for i, n in enumerate(names)})
     runs = runs.sort_values(["order", "rep"], kind="stable").drop(columns="order").reset_index(drop=True)
