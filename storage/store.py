@@ -20,17 +20,19 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
-import pandas as pd
 
 from engine.errors import UserError
 from engine.io.jsonable import jsonable
 from engine.runners.status import STATUSES
-from engine.space.configs import config_keys, frame_from_keys
+from engine.space.configs import config_key, config_keys, frame_from_keys
 from engine.study import StudySpec
 from storage.schema import MIGRATIONS
+
+if TYPE_CHECKING:  # pandas where a frame is built: `tunelab study list` starts without it
+    import pandas as pd
 
 
 class StoreError(UserError):
@@ -77,6 +79,11 @@ def json_frame(store: Store, query: str, parsed: Sequence[str], params: Iterable
     for column in parsed:
         frame[column] = [json.loads(value) for value in frame[column]]
     return frame
+
+
+#: The columns of :meth:`Store.study_rows`, in order (the first ten are its query's).
+STUDY_ROW = ("id", "name", "objective", "direction", "runner", "created_at", "table_rows", "table_valid", "measured",
+             "measured_ok", "measurements", "factors", "size")
 
 
 @dataclass(frozen=True)
@@ -268,6 +275,8 @@ class Store:
         return self.get_study(spec.name)
 
     def _insert_table(self, study_id: int, spec: StudySpec, table: pd.DataFrame) -> None:
+        import pandas as pd
+
         rows = pd.DataFrame(
             {
                 "study_id": study_id,
@@ -294,8 +303,15 @@ class Store:
         return [r[0] for r in self._all("SELECT name FROM studies ORDER BY created_at, id")]
 
     def list_studies(self) -> pd.DataFrame:
-        """One row per study with its size and how much of it is measured."""
-        frame = self._df(
+        """One row per study with its size and how much of it is measured (:meth:`study_rows` as a frame)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.study_rows(), columns=list(STUDY_ROW))
+
+    def study_rows(self) -> list[dict[str, Any]]:
+        """One dict per study (the keys of STUDY_ROW) with its size and how much of it is measured; no pandas, so
+        a command that lists studies starts fast."""
+        rows = self._all(
             """
             SELECT s.id, s.name, s.objective, s.direction, json_extract_string(s.runner, '$.kind') AS runner,
                    s.created_at,
@@ -311,10 +327,11 @@ class Store:
             ORDER BY s.created_at, s.id
             """
         )
-        spaces = [self.get_study(n).spec.space for n in frame["name"]]
-        frame["factors"] = [len(space.factors) for space in spaces]
-        frame["size"] = [space.size for space in spaces]
-        return frame
+        studies = [dict(zip(STUDY_ROW, row)) for row in rows]
+        for study in studies:
+            space = self.get_study(study["name"]).spec.space
+            study.update(factors=len(space.factors), size=space.size)
+        return studies
 
     def delete_study(self, name: str) -> None:
         study = self.get_study(name)
@@ -357,6 +374,8 @@ class Store:
         return self._expand(study.spec, rows)
 
     def _expand(self, spec: StudySpec, rows: pd.DataFrame) -> pd.DataFrame:
+        import pandas as pd
+
         configs = frame_from_keys(spec.space, rows["config_key"].tolist())
         return pd.concat([configs, rows.drop(columns=["config_key"]).reset_index(drop=True)], axis=1)
 
@@ -381,7 +400,7 @@ class Store:
         """Commit one measurement now. Returns its id, or None if that (config, repeat) was already stored."""
         if status not in STATUSES:
             raise StoreError(f"measurement status {status!r} is not one of {', '.join(STATUSES)}")
-        key = config_keys(study.spec.space, pd.DataFrame([{n: config[n] for n in study.spec.space.names}]))[0]
+        key = config_key(study.spec.space, config)
         value = None if value is None or not math.isfinite(float(value)) else float(value)
         with self._lock:
             if repeat is None:
@@ -433,6 +452,8 @@ class Store:
         step: int | None = None,
     ) -> int:
         """Store a design; its rows become pending measurements until measured."""
+        import pandas as pd
+
         keys = config_keys(study.spec.space, frame)
         forced_flags = list(forced) if forced is not None else [False] * len(keys)
         with self._lock:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -19,3 +20,11 @@ def emit(data: Any, as_json: bool, text: str | None = None) -> None:
         else:
             text = str(data)
     print(text)
+
+
+def table_text(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    """``rows`` as a text table under a header, each column right-aligned to its widest cell (as pandas prints
+    a frame, without importing it)."""
+    cells = [list(columns), *[[str(row[c]) for c in columns] for row in rows]]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    return "\n".join(" ".join(cell.rjust(width) for cell, width in zip(line, widths)) for line in cells)

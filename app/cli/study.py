@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 
 from app.cli._common import add_json, open_store
-from app.cli._output import emit
+from app.cli._output import emit, table_text
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,10 +38,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _list(args: argparse.Namespace) -> int:
     with open_store(args) as store:
-        frame = store.list_studies()
+        rows = store.study_rows()
     columns = ["name", "objective", "direction", "runner", "factors", "size", "table_valid", "measured", "measurements"]
-    text = frame[columns].to_string(index=False) if len(frame) else "no studies"
-    emit(frame[columns + ["created_at"]].astype({"created_at": str}), args.json, text)
+    text = table_text(rows, columns) if rows else "no studies"
+    emit([{**{c: row[c] for c in columns}, "created_at": str(row["created_at"])} for row in rows], args.json, text)
     return 0
 
 

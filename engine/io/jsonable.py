@@ -9,11 +9,11 @@ messages); :func:`jsonable` builds on it.
 from __future__ import annotations
 
 import math
+import sys
 from datetime import date, datetime
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 
 def plain(value: Any) -> Any:
@@ -27,14 +27,18 @@ def jsonable(value: Any) -> Any:
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [jsonable(v) for v in value]
-    if isinstance(value, pd.DataFrame):
-        return [jsonable(r) for r in value.to_dict(orient="records")]
-    if isinstance(value, (np.ndarray, pd.Series)):
+    if isinstance(value, np.ndarray):
         return [jsonable(v) for v in value.tolist()]
-    if isinstance(value, (datetime, date, pd.Timestamp)):
+    pd = sys.modules.get("pandas")  # a pandas value exists only once pandas is imported: never import it here
+    if pd is not None:
+        if isinstance(value, pd.DataFrame):
+            return [jsonable(r) for r in value.to_dict(orient="records")]
+        if isinstance(value, pd.Series):
+            return [jsonable(v) for v in value.tolist()]
+        if value is pd.NaT or value is pd.NA:  # NaT is a datetime: before the next test
+            return None
+    if isinstance(value, (datetime, date)):  # pandas' Timestamp included
         return value.isoformat()
-    if value is pd.NaT or value is pd.NA:
-        return None
     value = plain(value)
     if isinstance(value, float) and not math.isfinite(value):
         return None

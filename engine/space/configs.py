@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from engine.io.jsonable import plain
 from engine.space.factors import Space
+
+if TYPE_CHECKING:  # pandas at run time only where a frame is built: listing studies needs none
+    import pandas as pd
 
 
 def config_keys(space: Space, frame: pd.DataFrame) -> list[str]:
@@ -28,6 +29,8 @@ def config_keys(space: Space, frame: pd.DataFrame) -> list[str]:
 
 
 def config_key(space: Space, config: Mapping[str, Any]) -> str:
+    import pandas as pd
+
     return config_keys(space, pd.DataFrame([{name: config[name] for name in space.names}]))[0]
 
 
@@ -37,6 +40,8 @@ def config_from_key(space: Space, key: str) -> dict[str, Any]:
 
 def frame_from_keys(space: Space, keys: list[str]) -> pd.DataFrame:
     """Configurations (one column per factor, natural dtypes) from their keys."""
+    import pandas as pd
+
     if not keys:
         return pd.DataFrame({f.name: pd.Series(dtype=f.level_array().dtype) for f in space.factors})
     rows = [json.loads(k) for k in keys]

@@ -17,13 +17,15 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from engine.errors import UserError, brief
 from engine.space.expr import CONSTRAINT_FUNCTIONS, FORMULA_FUNCTIONS, Expression, ExpressionError
+
+if TYPE_CHECKING:  # pandas at run time only where a frame is built: reading a stored spec needs none
+    import pandas as pd
 
 KINDS = ("ordinal", "integer", "categorical", "boolean")
 #: Largest factorial product that :meth:`Space.enumerate` will materialise.
@@ -289,6 +291,8 @@ class Space:
                 values = np.array([f._key(v) for v in values], dtype=object)
                 values = np.where(values == None, False, values).astype(bool)  # noqa: E711
             elif f.numeric:
+                import pandas as pd
+
                 values = pd.to_numeric(frame[f.name], errors="coerce").to_numpy(dtype=float)
             else:
                 values = values.astype(str).astype(object)
@@ -329,6 +333,8 @@ class Space:
         index = np.asarray(index, dtype=np.int64)
         if index.ndim != 2 or index.shape[1] != len(self.factors):
             raise ValueError(f"level index must be (rows, {len(self.factors)}), got {index.shape}")
+        import pandas as pd
+
         return pd.DataFrame({f.name: f.level_array()[index[:, j]] for j, f in enumerate(self.factors)})
 
     def to_coded(self, frame: pd.DataFrame) -> np.ndarray:
@@ -369,6 +375,8 @@ class Space:
         columns, mask = self._valid_grid()
         if not mask.any():
             raise UserError(self.explain_empty())
+        import pandas as pd
+
         return pd.DataFrame({name: col[mask] for name, col in columns.items()}).reset_index(drop=True)
 
     def count_valid(self) -> int:
@@ -425,6 +433,8 @@ class Space:
 
     def neighbours(self, config: Mapping[str, Any]) -> pd.DataFrame:
         """Valid configurations one level step (up or down) from ``config`` along a single factor."""
+        import pandas as pd
+
         base = self.to_level_index(pd.DataFrame([dict(config)]))[0]
         rows = []
         for j, f in enumerate(self.factors):

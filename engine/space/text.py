@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from engine.errors import UserError, brief
 from engine.space.factors import KINDS, Factor, Space, check_factor_name, level_range
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Random draws :func:`valid_count` makes before calling a huge space empty (what Space.sample tries).
 MAX_DRAWS = 2_000_000
@@ -66,6 +68,8 @@ def format_levels(levels: Iterable[Any]) -> str:
 
 def factor_table(space: Space) -> pd.DataFrame:
     """The editable table view of a space's factors."""
+    import pandas as pd
+
     return pd.DataFrame(
         [{"name": f.name, "kind": f.kind, "levels": format_levels(f.levels)} for f in space.factors],
         columns=["name", "kind", "levels"],
