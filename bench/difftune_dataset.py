@@ -15,7 +15,7 @@ from pathlib import Path
 from engine.surrogates.difftune.dataset import load_dataset
 from engine.surrogates.difftune.measure import cpu_identity
 from storage import Store
-from workflows.difftune_dataset import CHUNK, dataset_folder, simulate_dataset
+from workflows.difftune.dataset import CHUNK, dataset_folder, simulate_dataset
 
 TARGET = 2_000_000
 

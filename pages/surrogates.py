@@ -4,10 +4,11 @@ cost model of tensor programs (Kaufman et al.: the GNN beside its baselines, per
 
 import streamlit as st
 
-from app import costmodel_view, difftune_learning_view, difftune_simulator_view
+from app import costmodel_view
+from app.difftune import learning, simulator
 from app.state import get_store
 
-SECTIONS = {"Simulator": difftune_simulator_view.render, "DiffTune learning": difftune_learning_view.render,
+SECTIONS = {"Simulator": simulator.render, "DiffTune learning": learning.render,
             "Cost model": costmodel_view.render}
 
 store = get_store()

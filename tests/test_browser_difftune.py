@@ -25,9 +25,9 @@ def prepare_difftune(db: Path) -> None:
     from engine.io.paths import data_dir
     from engine.surrogates.difftune.train import TrainConfig
     from storage import Store
-    from workflows.difftune_dataset import simulate_dataset
-    from workflows.difftune_experiments import run
-    from workflows.difftune_surrogate import train_surrogate
+    from workflows.difftune.dataset import simulate_dataset
+    from workflows.difftune.experiments import run
+    from workflows.difftune.surrogate import train_surrogate
 
     if data_dir() is None:
         pytest.skip("shared data folder is absent")

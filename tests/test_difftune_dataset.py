@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.cli import difftune_dataset as cli
+from app.cli.difftune import dataset as cli
 from engine.errors import UserError
 from engine.surrogates.difftune import dataset as dataset_module
 from engine.surrogates.difftune.dataset import assignment, load_dataset, write_shard
@@ -15,10 +15,10 @@ from engine.surrogates.difftune.params import from_document
 from engine.surrogates.difftune.sampling import sample_table
 from engine.surrogates.difftune.simulate import simulate
 from storage import Store
-from storage.difftune_datasets import dataset
+from storage.difftune.datasets import dataset
 from tests.conftest import run_cli
 from workflows.difftune import decoded_blocks
-from workflows.difftune_dataset import dataset_folder, simulate_dataset
+from workflows.difftune.dataset import dataset_folder, simulate_dataset
 
 # Starts Dask clusters: after make test's parallel phase, alone (spawned workers hung inside a test worker).
 pytestmark = pytest.mark.serial

@@ -18,7 +18,7 @@ from engine.io.paths import REPO_ROOT
 from engine.surrogates.difftune.train import split_blocks
 from storage import Store
 from storage.difftune import evaluations, param_tables
-from storage.difftune_experiments import experiments, surrogate
+from storage.difftune.experiments import experiments, surrogate
 from tests.conftest import cli, one_line_error, run_cli
 
 BLOCKS = 40

@@ -16,8 +16,8 @@ pytest.importorskip("torch")
 from engine.io.paths import REPO_ROOT
 from engine.runners import runner_from_spec
 from storage import Store
-from storage.difftune_datasets import dataset
-from storage.difftune_experiments import experiments, surrogate
+from storage.difftune.datasets import dataset
+from storage.difftune.experiments import experiments, surrogate
 from tests.conftest import cli, run_cli
 
 MEASURED = REPO_ROOT / "data" / "difftune" / "intel-6-167-1.csv.gz"

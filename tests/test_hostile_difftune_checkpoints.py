@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 from engine.errors import UserError
 from engine.surrogates.difftune.train import CHECKPOINT, load_surrogate, model_table, train
 from storage import Store
-from storage.difftune_experiments import create_surrogate, surrogate
+from storage.difftune.experiments import create_surrogate, surrogate
 from tests.conftest import cli, run_cli
 from tests.helpers.difftune_tiny import TINY, tiny_blocks, tiny_samples
 

@@ -25,10 +25,10 @@ from engine.surrogates.difftune import dataset as dataset_module
 from engine.surrogates.difftune.dataset import load_dataset
 from engine.surrogates.difftune.params import OpParams, ParamTable, load
 from storage import Store
-from storage.difftune_datasets import dataset
+from storage.difftune.datasets import dataset
 from tests.conftest import run_cli
-from workflows.difftune_dataset import dataset_folder, simulate_dataset
-from workflows.difftune_surrogate import dataset_samples
+from workflows.difftune.dataset import dataset_folder, simulate_dataset
+from workflows.difftune.surrogate import dataset_samples
 
 SAMPLES, CHUNK, BLOCKS = 40, 10, 3
 #: The issue's decompression bomb: 30 M rows in a few hundred KB.

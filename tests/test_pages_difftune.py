@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("torch")
 
 from storage import Store
-from storage.difftune_experiments import surrogate
+from storage.difftune.experiments import surrogate
 from tests.conftest import run_cli
 from tests.page_support import figure, open_section, submit, table
 
@@ -138,7 +138,7 @@ def test_extend_the_data_set_from_the_page_and_refuse_another_arch(trained):
 
 
 def test_without_torch_the_data_sets_still_show_and_the_rest_says_why(world, monkeypatch):
-    monkeypatch.setattr("workflows.difftune_views.find_spec", lambda name: None)  # the runtime install (make run)
+    monkeypatch.setattr("workflows.difftune.views.find_spec", lambda name: None)  # the runtime install (make run)
     at = learning()
     assert [h.value for h in at.header] == ["Simulated data sets"]
     assert any("needs PyTorch" in i.value for i in at.info)

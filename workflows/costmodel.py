@@ -21,7 +21,7 @@ from engine.surrogates.costmodel.tables import graph_table
 from engine.surrogates.difftune.measure import cpu_identity
 from storage import Store
 from storage.costmodel import evaluation_predictions, evaluations, model, models, save_evaluation, save_model
-from workflows.difftune_dataset import check_name
+from workflows.difftune.dataset import check_name
 
 #: Data sets known by name; anything else is a folder of ``.npz`` graphs.
 DATA_SETS = {"tpu-tiles": "the 15 real TPU v3 kernels of the data folder (tile task, 754 runs)",

@@ -34,7 +34,7 @@ def register_dataset(actions: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 def _dataset(args: argparse.Namespace) -> int:
-    from workflows.difftune_dataset import simulate_dataset
+    from workflows.difftune.dataset import simulate_dataset
 
     def progress(done: int, wanted: int) -> None:
         width = 30

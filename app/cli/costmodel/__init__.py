@@ -10,7 +10,7 @@ from typing import Any
 
 from app.cli._common import add_json, bounded, open_store
 from app.cli._output import emit
-from app.cli.costmodel_generate import register_generate
+from app.cli.costmodel.generate import register_generate
 
 MODELS = "gnn,gbdt,heuristic,default"
 

@@ -18,15 +18,15 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from app.components import flash, guard, show_flash
-from app.difftune_simulator_view import ACCURACY_FORMAT
+from app.difftune.simulator import ACCURACY_FORMAT
 from app.escape import code_md, escape_md
 from app.jobs import Job, get_job, start_job
 from engine.surrogates.difftune import sampling
 from engine.surrogates.difftune.learning_plots import changes_heatmap, search_curves_figure, table_changes, training_figure
 from engine.surrogates.difftune.plots import scatter_figure
 from storage import Store
-from workflows.difftune_dataset import SOURCES, simulate_dataset
-from workflows.difftune_views import (
+from workflows.difftune.dataset import SOURCES, simulate_dataset
+from workflows.difftune.views import (
     MODEL_ARCHS,
     REFERENCES,
     compared_tables,
@@ -112,7 +112,7 @@ def _samples_done(bar: DeltaGenerator, done: int, wanted: int) -> None:
 
 
 def _surrogates(store: Store) -> None:
-    from workflows.difftune_surrogate import training_curves  # torch: imported once learning_unavailable() is None
+    from workflows.difftune.surrogate import training_curves  # torch: imported once learning_unavailable() is None
 
     st.header("Surrogates")
     frame, datasets = surrogate_overview(store), dataset_overview(store)["name"].tolist()
@@ -166,7 +166,7 @@ def _train(job: Job, store: Store, data_name: str, name: str | None, epochs: int
     """The training, leaving (latest step record, epochs) in ``job.progress`` and every ``LIVE_EVERY``-th step
     (and each epoch's last, with its validation MAPE) in ``job.rows`` for the live chart."""
     from engine.surrogates.difftune.train import TrainConfig
-    from workflows.difftune_surrogate import train_surrogate
+    from workflows.difftune.surrogate import train_surrogate
 
     def step(record: dict[str, Any]) -> None:
         job.progress = (record, epochs)
@@ -210,7 +210,7 @@ def _training_live(key: str) -> None:
 
 def _experiments(store: Store) -> None:
     from engine.strategies.registry import parse_names
-    from workflows.difftune_experiments import run, stored_experiments  # torch, as above
+    from workflows.difftune.experiments import run, stored_experiments  # torch, as above
 
     st.header("Experiments")
     surrogates = surrogate_overview(store)["name"].tolist()
@@ -262,7 +262,7 @@ def _experiments(store: Store) -> None:
 
 
 def _calibration_form(store: Store, surrogates: list[str]) -> None:
-    from workflows.difftune_experiments import calibration_study
+    from workflows.difftune.experiments import calibration_study
 
     with st.expander("Calibration as a tuning study (replay strategies on it in Compare)"):
         st.caption("A few parameters of the start table become integer factors; every configuration of their grid is "

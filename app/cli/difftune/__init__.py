@@ -7,8 +7,8 @@ import argparse
 
 from app.cli._common import MAX_COUNT, add_json, bounded, open_store, output_place, write_output
 from app.cli._output import emit
-from app.cli.difftune_dataset import register_dataset
-from app.cli.difftune_learn import register_learning
+from app.cli.difftune.dataset import register_dataset
+from app.cli.difftune.learn import register_learning
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

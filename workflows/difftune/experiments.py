@@ -38,11 +38,11 @@ from engine.surrogates.difftune.simulate import simulated
 from engine.surrogates.difftune.train import split_blocks
 from storage import Store
 from storage.difftune import block_measurements, reserve_evaluation_id, save_evaluation, save_param_table
-from storage.difftune_datasets import dataset
-from storage.difftune_experiments import experiments, save_experiment
+from storage.difftune.datasets import dataset
+from storage.difftune.experiments import experiments, save_experiment
 from workflows.difftune import table_cache, this_cpu
-from workflows.difftune_dataset import stored_job
-from workflows.difftune_surrogate import stored_surrogate, surrogate_record
+from workflows.difftune.dataset import stored_job
+from workflows.difftune.surrogate import stored_surrogate, surrogate_record
 
 #: Points kept per learning curve in the stored summary (the page draws them).
 CURVE_POINTS = 400

@@ -13,7 +13,7 @@ from engine.surrogates.difftune.plots import error_histogram, scatter_figure, ti
 from storage import Store
 from storage.difftune import cpus, evaluations
 from workflows.difftune import block_view, blocks_decoded, evaluate, find_blocks, stored_evaluation, this_cpu
-from workflows.difftune_views import MODEL_ARCHS
+from workflows.difftune.views import MODEL_ARCHS
 
 #: How an accuracy table (one row per predictor) reads on screen, in both sections.
 ACCURACY_FORMAT = {"mape": "{:.2%}", "median_ape": "{:.2%}", "within_5pct": "{:.1%}", "kendall_tau": "{:.3f}"}

@@ -16,10 +16,10 @@ import pandas as pd
 from engine.errors import UserError, brief
 from engine.surrogates.difftune.params import ParamTable, from_document
 from storage import Store
-from storage.difftune_datasets import dataset, datasets
-from storage.difftune_experiments import experiments, surrogates
+from storage.difftune.datasets import dataset, datasets
+from storage.difftune.experiments import experiments, surrogates
 from workflows.difftune import stored_evaluation, stored_table
-from workflows.difftune_dataset import stored_job
+from workflows.difftune.dataset import stored_job
 
 #: The llvm-mca ``-mcpu`` models the page offers (the anchor CSV has llvm-mca-19's cycles for the first three).
 MODEL_ARCHS = ("haswell", "skylake", "ivybridge", "znver3", "znver4", "znver5", "sapphirerapids", "icelake-server")

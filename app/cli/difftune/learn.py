@@ -80,7 +80,7 @@ def _train(args: argparse.Namespace) -> int:
     _needs_torch()
     from engine.errors import UserError
     from engine.surrogates.difftune.train import TrainConfig
-    from workflows.difftune_surrogate import train_surrogate
+    from workflows.difftune.surrogate import train_surrogate
 
     if args.max_minutes is not None and not args.max_minutes > 0:
         raise UserError(f"--max-minutes: must be positive, got {args.max_minutes}")
@@ -111,7 +111,7 @@ def _experiment(args: argparse.Namespace) -> int:
     from engine.strategies.registry import parse_names
 
     strategies = tuple(parse_names(args.strategies))  # before the heavy imports: a typo is refused at once
-    from workflows.difftune_experiments import run
+    from workflows.difftune.experiments import run
 
     def progress(stage: str) -> None:
         print(stage, file=sys.stderr, flush=True)
@@ -137,7 +137,7 @@ def _experiment(args: argparse.Namespace) -> int:
 
 
 def _calibration(args: argparse.Namespace) -> int:
-    from workflows.difftune_experiments import calibration_study
+    from workflows.difftune.experiments import calibration_study
 
     parameters = [p.strip() for p in args.parameters.split(",") if p.strip()] if args.parameters else None
     with open_store(args) as store:

@@ -34,7 +34,7 @@ from engine.surrogates.difftune.defaults import default_table
 from engine.surrogates.difftune.params import from_document
 from storage import Store
 from storage.difftune import block_measurements
-from storage.difftune_datasets import create_dataset, dataset, update_dataset
+from storage.difftune.datasets import create_dataset, dataset, update_dataset
 from workflows.difftune import decoded_blocks, table_cache, this_cpu
 
 #: done, wanted (samples of the data set, stored ones included)

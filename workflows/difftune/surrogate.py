@@ -22,9 +22,9 @@ from engine.surrogates.difftune.params import from_document
 from engine.surrogates.difftune.surrogate import Surrogate
 from engine.surrogates.difftune.train import Samples, TrainConfig, evaluate, history, load_surrogate, split_blocks, train
 from storage import Store
-from storage.difftune_datasets import dataset
-from storage.difftune_experiments import create_surrogate, surrogate, update_surrogate
-from workflows.difftune_dataset import check_name, stored_job
+from storage.difftune.datasets import dataset
+from storage.difftune.experiments import create_surrogate, surrogate, update_surrogate
+from workflows.difftune.dataset import check_name, stored_job
 
 #: Held-out samples scored after training (the test split's first ones, in sample order): enough for a MAPE
 #: to two digits, bounded in time.
