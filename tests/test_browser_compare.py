@@ -35,7 +35,10 @@ def run_comparison(page, server: str, reps: int, budget: int) -> list[str]:
     page.evaluate(RECORD_STATUS)
     page.get_by_role("button", name="Run comparison").click()
     expect(page.get_by_test_id("stProgress")).to_contain_text(re.compile(r"Starting|\d+ runs"))
-    page.get_by_text("Comparison saved").wait_for(timeout=120_000)
+    try:
+        page.get_by_text("Comparison saved").wait_for(timeout=120_000)
+    except Exception as error:  # say what the progress bar last said: a hang and a slow run read differently
+        raise AssertionError(f"no 'Comparison saved' after 120 s; statuses: {page.evaluate('() => window.statuses')}") from error
     wait_ready(page)
     return page.evaluate("() => window.statuses")
 

@@ -33,6 +33,8 @@ Progress = Callable[[int, int, str], None]
 CHUNK = 25
 #: Seconds between looks at the workers' progress queue while their chunks run.
 POLL_S = 0.2
+#: Seconds to wait for each progress word still in flight once every chunk is back.
+TRAILING_S = 2.0
 
 
 def run_seed(seed: int, strategy: str, rep: int) -> int:
@@ -174,10 +176,12 @@ def run_benchmark(
                     done += 1
                     if progress:
                         progress(done, total, name)
-        for name in _said(runs_done, wait_s=1.0, limit=total - done):  # a word may trail its chunk's result
-            done += 1
-            if progress:
-                progress(done, total, name)
+            # a word may trail its chunk's result: read the rest while the workers live (one leaving with words
+            # unread would wait on its queue's pipe while the pool waits on it)
+            for name in _said(runs_done, wait_s=TRAILING_S, limit=total - done):
+                done += 1
+                if progress:
+                    progress(done, total, name)
         runs_done.close()
     runs = pd.DataFrame(rows)
     runs["order"] = runs["strategy"].map({n: i for i, n in enumerate(names)})
