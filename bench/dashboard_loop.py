@@ -5,16 +5,21 @@ configurations and a pending design), drives Debian chromium through Playwright,
 from the click (or navigation) to the server's last "script finished" message of the reruns it caused and an
 idle page. By default one other process keeps a core busy, as on a shared 2-core machine.
 
-    .venv/bin/python bench/dashboard_loop.py [--repeats 20] [--no-busy]
+    .venv/bin/python bench/dashboard_loop.py [--repeats 20] [--no-busy] [--trace]
 
 Pages are opened from the sidebar, as a person does (one reload of the whole app is timed apart). The
 time is read from the app's websocket (Streamlit's ForwardMsg ``script_finished``), so neither a fixed
 sleep nor a guess at when a rerun starts is part of it; 0.3 s without a new rerun ends an interaction.
+``--trace`` records a Chrome trace of each interaction and adds the seconds the page's renderer spent running
+JavaScript (top-level ``FunctionCall`` tasks of its main thread: Streamlit's React and Plotly drawing), which
+tells the browser's share of an interaction from the server's.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
 import re
 import statistics
@@ -91,12 +96,28 @@ def open_page(page: Page, title: str) -> Callable[[], None]:
     return lambda: page.locator("[data-testid='stSidebarNav'] a", has_text=title).first.click()
 
 
-def loop(page: Page, server: str, reruns: Reruns, repeats: int) -> dict[str, list[tuple[float, int]]]:
-    """Each interaction ``repeats`` times, in the order a person goes round the loop: (seconds, script runs)."""
-    times: dict[str, list[tuple[float, int]]] = {}
+def renderer_script_seconds(trace: bytes) -> float:
+    """Seconds of top-level JavaScript tasks on the renderer's main thread in a Chrome trace."""
+    events = json.loads(trace)["traceEvents"]
+    main = {(e["pid"], e["tid"]) for e in events
+            if e.get("name") == "thread_name" and e.get("args", {}).get("name") == "CrRendererMain"}
+    return sum(e.get("dur", 0) for e in events
+               if e.get("ph") == "X" and e.get("name") == "FunctionCall" and (e.get("pid"), e.get("tid")) in main) / 1e6
+
+
+def loop(page: Page, server: str, reruns: Reruns, repeats: int,
+         trace: bool = False) -> dict[str, list[tuple[float, int, float]]]:
+    """Each interaction ``repeats`` times, in the order a person goes round the loop: (seconds, script runs,
+    renderer JavaScript seconds or NaN without ``trace``)."""
+    times: dict[str, list[tuple[float, int, float]]] = {}
+    browser = page.context.browser
 
     def measure(name: str, action: Callable[[], None]) -> None:
-        times.setdefault(name, []).append(timed(page, reruns, action))
+        if trace and browser is not None:
+            browser.start_tracing(page=page, categories=["devtools.timeline"])
+        seconds, runs = timed(page, reruns, action)
+        script = renderer_script_seconds(browser.stop_tracing()) if trace and browser is not None else math.nan
+        times.setdefault(name, []).append((seconds, runs, script))
 
     measure("Reload (Analyze)", page.reload)
     for _ in range(repeats):
@@ -128,6 +149,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--no-busy", action="store_true", help="do not keep another core busy")
+    parser.add_argument("--trace", action="store_true", help="add the renderer's JavaScript seconds (Chrome trace)")
     args = parser.parse_args()
     db = Path(tempfile.mkdtemp(prefix="tunelab-bench-")) / "loop.duckdb"
     prepare_toy(db)
@@ -138,7 +160,7 @@ def main() -> None:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             reruns = Reruns(page)
             timed(page, reruns, goto(page, server + "/analyze"))  # imports and first fit: not part of the loop
-            times = loop(page, server, reruns, args.repeats)
+            times = loop(page, server, reruns, args.repeats, trace=args.trace)
             browser.close()
     finally:
         if busy:
@@ -146,16 +168,17 @@ def main() -> None:
     identity = cpu_identity()
     print(f"CPU {identity.short_id} ({identity.model_name}), {os.cpu_count()} cores, "
           f"{'one other busy process' if busy else 'no other load'}, {args.repeats} repeats")
-    print(f"{'interaction':26s} {'median':>7s} {'p95':>7s} {'max':>7s} {'runs':>5s}  target: median <= "
+    print(f"{'interaction':26s} {'median':>7s} {'p95':>7s} {'max':>7s} {'runs':>5s} {'JS':>5s}  target: median <= "
           f"{MEDIAN_TARGET_S:g} s, p95 <= {P95_TARGET_S:g} s")
     worst = 0.0
     for name, samples in times.items():
-        values = [seconds for seconds, _ in samples]
+        values = [seconds for seconds, _, _ in samples]
         median, p95 = statistics.median(values), percentile(values, 0.95)
         worst = max(worst, median / MEDIAN_TARGET_S, p95 / P95_TARGET_S)
         flag = "" if median <= MEDIAN_TARGET_S and p95 <= P95_TARGET_S else "  over"
-        runs = statistics.mean(count for _, count in samples)
-        print(f"{name:26s} {median:7.2f} {p95:7.2f} {max(values):7.2f} {runs:5.1f}{flag}")
+        runs = statistics.mean(count for _, count, _ in samples)
+        script = statistics.median(js for _, _, js in samples)
+        print(f"{name:26s} {median:7.2f} {p95:7.2f} {max(values):7.2f} {runs:5.1f} {script:5.2f}{flag}")
     print(f"worst ratio to its target: {worst:.2f}")
 
 
