@@ -151,6 +151,14 @@ def run_benchmark(
     ]
     total, done = reps * len(names), 0
     rows: list[dict[str, Any]] = []
+
+    def tell(strategies: Sequence[str]) -> None:
+        nonlocal done
+        for name in strategies:
+            done += 1
+            if progress:
+                progress(done, total, name)
+
     if jobs == 1:
         from threadpoolctl import threadpool_limits
 
@@ -158,9 +166,7 @@ def run_benchmark(
             for name, chunk, b, s, o in tasks:
                 for rep in chunk:
                     rows.append(_run(table, name, rep, b, s, o))
-                    done += 1
-                    if progress:
-                        progress(done, total, name)
+                    tell([name])
     else:
         context = get_context("spawn")
         runs_done = context.Queue()
@@ -172,16 +178,10 @@ def run_benchmark(
                 finished, pending = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
                 for future in finished:
                     rows += future.result()
-                for name in _said(runs_done, wait_s=0.0):
-                    done += 1
-                    if progress:
-                        progress(done, total, name)
+                tell(_said(runs_done, wait_s=0.0))
             # a word may trail its chunk's result: read the rest while the workers live (one leaving with words
             # unread would wait on its queue's pipe while the pool waits on it)
-            for name in _said(runs_done, wait_s=TRAILING_S, limit=total - done):
-                done += 1
-                if progress:
-                    progress(done, total, name)
+            tell(_said(runs_done, wait_s=TRAILING_S, limit=total - done))
         runs_done.close()
     runs = pd.DataFrame(rows)
     runs["order"] = runs["strategy"].map({n: i for i, n in enumerate(names)})
