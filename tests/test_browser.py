@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser_support import grid_cell, prepare_toy, served, wait_ready
-from tests.conftest import BROWSER_TIMEOUT_MS
+from tests.conftest import BROWSER_TIMEOUT_MS, still_context
 
 pytestmark = pytest.mark.browser
 server = served(prepare_toy)
@@ -96,7 +96,7 @@ def test_run_a_small_comparison_and_see_the_table_and_a_chart(server, page):
 def test_a_hostile_formula_is_refused_and_does_not_stall_another_session(server, browser):
     """Two people on one server: one types a formula whose constant would take hours to compute; they get
     one line, and the other person's Analyze page still renders its ANOVA table meanwhile."""
-    hostile, other = (browser.new_context(viewport={"width": 1400, "height": 1000}) for _ in range(2))
+    hostile, other = (still_context(browser) for _ in range(2))
     try:
         attacker, bystander = hostile.new_page(), other.new_page()
         for p in (attacker, bystander):

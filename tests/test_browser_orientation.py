@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 
 from engine.io.paths import data_dir
 from tests.browser_support import prepare_toy, served, wait_ready
+from tests.conftest import still_context
 from workflows.demo import LAPLACIAN_STUDY, MATMUL_STUDY, TOY_STUDY
 
 pytestmark = pytest.mark.browser
@@ -136,7 +137,7 @@ def test_the_main_menu_is_shown_with_its_settings(server, page):
 
 @pytest.mark.parametrize(("scheme", "dark"), [("dark", True), ("light", False)])
 def test_the_theme_follows_the_browser_preference(server, browser, scheme, dark):
-    context = browser.new_context(color_scheme=scheme, viewport={"width": 1200, "height": 800})
+    context = still_context(browser, color_scheme=scheme, viewport={"width": 1200, "height": 800})
     try:
         page = context.new_page()
         page.goto(server + "/")
