@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import run_cli
+from tests.conftest import cli, run_cli
 from tests.strategies_support import write_csv
 
 
@@ -24,9 +24,13 @@ def test_bench_prints_json_per_strategy_and_stores_the_comparison(tmp_path):
 
     with Store(db) as store:
         assert list_comparisons(store).loc[0, "runs"] == 12
-    text = run_cli("bench", "--table", str(csv), "--objective", "time", "--strategies", "RS", "--reps", "2",
-                   "--budget", "5", "--jobs", "1", check=True).stdout
-    assert "budget_mean" in text and "2 repetitions" in text
+    text = cli("bench", "--table", str(csv), "--objective", "time", "--strategies", "RS", "--reps", "2",
+               "--budget", "5", "--jobs", "1", check=True).stdout
+    assert "budget_mean" in text and "2 repetitions" in text  # no --db: a table file's comparison is not stored
+    cli("bench", "--table", str(csv), "--objective", "time", "--strategies", "RS", "--reps", "2", "--budget", "5",
+        "--jobs", "1", db=db, check=True)  # --db given to main itself (not in sys.argv): stored
+    with Store(db) as store:
+        assert list(list_comparisons(store)["runs"].sort_values()) == [2, 12]
 
 
 def test_bench_and_tune_refuse_bad_input_in_one_line(tmp_path):
@@ -39,7 +43,7 @@ def test_bench_and_tune_refuse_bad_input_in_one_line(tmp_path):
         (("bench", "--table", str(csv), "--objective", "time", "--options", "{bad"), "--options"),
         (("tune", "--study", "nope", "--budget", "5", "--auto"), "study 'nope' not found"),
     ]:
-        result = run_cli(*args, db=tmp_path / "e.duckdb")
+        result = cli(*args, db=tmp_path / "e.duckdb")
         assert result.returncode == 2, result.stderr
         assert expected in result.stderr and "Traceback" not in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1
@@ -61,13 +65,13 @@ def test_tune_runs_dlmt_on_a_table_study_and_stores_everything(tmp_path):
     assert len(measured) == data["measurements"] and set(measured["strategy"]) == {"DLMT"}
     assert measured["step"].notna().all() and measured["value"].min() == data["best_value"]
     assert len(decisions) == data["decisions"] and set(decisions["outcome"]) == {"auto"}
-    text = run_cli("tune", "--study", "small", "--strategy", "RS", "--budget", "5", db=db, check=True).stdout
+    text = cli("tune", "--study", "small", "--strategy", "RS", "--budget", "5", db=db, check=True).stdout
     assert text.startswith("best time = ") and "budget used 5 of 5" in text
 
 
 def _tune(db, *extra):
     args = ("tune", "--study", "small", "--strategy", "DLMT", "--budget", "30", "--seed", "4", "--json", *extra)
-    return json.loads(run_cli(*args, db=db, check=True).stdout)
+    return json.loads(cli(*args, db=db, check=True).stdout)
 
 
 def test_tune_without_auto_pauses_for_a_person_and_resumes_where_it_stopped(tmp_path):
@@ -77,21 +81,21 @@ def test_tune_without_auto_pauses_for_a_person_and_resumes_where_it_stopped(tmp_
     write_csv(csv)
     dbs = {kind: tmp_path / f"{kind}.duckdb" for kind in ("auto", "person")}
     for db in dbs.values():
-        run_cli("import", "table", str(csv), "--objective", "time", "--name", "small", db=db, check=True)
+        cli("import", "table", str(csv), "--objective", "time", "--name", "small", db=db, check=True)
     auto = _tune(dbs["auto"], "--auto")
     db = dbs["person"]
-    nothing = run_cli("decide", "--study", "small", "accept", db=db)
+    nothing = cli("decide", "--study", "small", "accept", db=db)
     assert nothing.returncode == 2 and "no tuning run waits" in nothing.stderr
     first = _tune(db)
     assert first["waiting_for_decision"] and first["pending"]["step"] == 1 and not first["finished"]
     again = _tune(db)  # nobody answered: it stops at the same place without measuring anything
     assert again["measurements"] == 0 and again["pending"] == first["pending"]
-    bad = run_cli("decide", "--study", "small", "edit", "--fix", "a=3", db=db)
+    bad = cli("decide", "--study", "small", "edit", "--fix", "a=3", db=db)
     assert bad.returncode == 2 and "'3' is not a level of 'a'" in bad.stderr and len(bad.stderr.splitlines()) == 1
     rounds = 0
     result = first
     while result["waiting_for_decision"]:
-        run_cli("decide", "--study", "small", "accept", "--by", "ana", db=db, check=True)
+        cli("decide", "--study", "small", "accept", "--by", "ana", db=db, check=True)
         result = _tune(db)
         rounds += 1
     # a person who accepts every proposal retraces the automatic run exactly, one step per call
@@ -108,7 +112,7 @@ def test_an_edited_decision_steers_the_resumed_run(tmp_path):
 
     csv, db = tmp_path / "small.csv", tmp_path / "e.duckdb"
     write_csv(csv)
-    run_cli("import", "table", str(csv), "--objective", "time", "--name", "small", db=db, check=True)
+    cli("import", "table", str(csv), "--objective", "time", "--name", "small", db=db, check=True)
     _tune(db)
     run_cli("decide", "--study", "small", "edit", "--fix", "c=true", "--note", "hold c", db=db, check=True)
     result = _tune(db)
@@ -123,8 +127,8 @@ def test_an_edited_decision_steers_the_resumed_run(tmp_path):
 def test_auto_takes_over_a_paused_run_and_answers_its_open_proposal(tmp_path):
     csv, db = tmp_path / "small.csv", tmp_path / "a.duckdb"
     write_csv(csv)
-    run_cli("import", "table", str(csv), "--objective", "time", "--name", "small", db=db, check=True)
+    cli("import", "table", str(csv), "--objective", "time", "--name", "small", db=db, check=True)
     assert _tune(db)["waiting_for_decision"]
     assert _tune(db, "--auto")["finished"]
-    nothing = run_cli("decide", "--study", "small", "accept", db=db)
+    nothing = cli("decide", "--study", "small", "accept", db=db)
     assert nothing.returncode == 2 and "no tuning run waits" in nothing.stderr

@@ -62,7 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
+    args.db_given = any(a == "--db" or a.startswith("--db=") for a in argv)  # a default database is not a choice
     try:
         with stop_on_signals():
             return int(args.func(args) or 0)

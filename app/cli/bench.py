@@ -45,10 +45,6 @@ def _options(text: str | None) -> dict[str, dict[str, Any]]:
     return {name: check_strategy_options(name, options) for name, options in value.items()}
 
 
-def _db_given(argv: list[str]) -> bool:
-    return any(a == "--db" or a.startswith("--db=") for a in argv)
-
-
 def run(args: argparse.Namespace) -> int:
     from engine.compare.summary import PAPER_LAPLACIAN, summary_records, with_paper
     from engine.strategies import parse_names
@@ -58,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     names = parse_names(args.strategies)
     extra = _options(args.options)
     is_file = Path(args.table).is_file()
-    keep = not args.no_store and (not is_file or _db_given(sys.argv[1:]))
+    keep = not args.no_store and (not is_file or args.db_given)
     store = Store(args.db) if keep or not is_file else None
     try:
         table, study = table_from(args.table, args.objective, store)
