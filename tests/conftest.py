@@ -170,9 +170,10 @@ def kill_after(command: list[str], lines: int, parse) -> list:
     return collected
 
 
-def cli(*args: str, db: Path | None = None) -> subprocess.CompletedProcess:
+def cli(*args: str, db: Path | None = None, check: bool = False) -> subprocess.CompletedProcess:
     """``tunelab`` run in this process (the same ``main``, minus the interpreter start-up and imports): for
-    the many refusals and follow-up commands a test checks once a real command has run."""
+    the many refusals and follow-up commands a test checks once a real command has run. ``check``: fail unless
+    it exited 0."""
     from app.cli import main
 
     argv = (["--db", str(db)] if db else []) + list(args)
@@ -182,6 +183,8 @@ def cli(*args: str, db: Path | None = None) -> subprocess.CompletedProcess:
             status = main(argv)
         except SystemExit as exc:  # argparse refusals
             status = exc.code
+    if check and status != 0:
+        raise AssertionError(f"{argv} failed ({status}): {err.getvalue()}")
     return subprocess.CompletedProcess(argv, status, out.getvalue(), err.getvalue())
 
 

@@ -30,8 +30,8 @@ def test_json_output_matches_r_with_prediction_over_the_space(lap_csv):
     if folder is None:
         pytest.skip("shared data folder is absent")
     space = folder / "laplacian" / "search_space.csv"
-    result = run_cli("analyze", "--csv", str(path), "--formula", case["formula"], "--transform", "boxcox-round",
-                     "--anova-type", "1", "--predict-over", str(space), "--json", check=True)
+    result = cli("analyze", "--csv", str(path), "--formula", case["formula"], "--transform", "boxcox-round",
+                    "--anova-type", "1", "--predict-over", str(space), "--json", check=True)
     out = json.loads(result.stdout)
     assert out["transform"] == "log"
     f_values = [r["F value"] for r in out["anova"]][:-1]
@@ -67,7 +67,7 @@ def test_text_output_has_every_section(lap_csv):
 )
 def test_bad_input_is_one_line_and_exit_2(lap_csv, args, message):
     _, path = lap_csv
-    result = run_cli("analyze", "--csv", str(path), *args)
+    result = cli("analyze", "--csv", str(path), *args)
     assert result.returncode == 2
     assert message in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
@@ -80,9 +80,8 @@ def test_mean_of_repeats_from_the_command_line(tmp_path):
     frame.loc[4, "t"] = np.nan
     path = tmp_path / "repeats.csv"
     frame.to_csv(path, index=False)
-    every = json.loads(run_cli("analyze", "--csv", str(path), "--formula", "t ~ x", "--json", check=True).stdout)
-    means = json.loads(run_cli("analyze", "--csv", str(path), "--formula", "t ~ x", "--repeats", "mean", "--json",
-                               check=True).stdout)
+    every = json.loads(cli("analyze", "--csv", str(path), "--formula", "t ~ x", "--json", check=True).stdout)
+    means = json.loads(cli("analyze", "--csv", str(path), "--formula", "t ~ x", "--repeats", "mean", "--json", check=True).stdout)
     assert (every["fit"]["n"], every["fit"]["n_excluded"]) == (17, 1)
     assert (means["fit"]["n"], means["fit"]["n_excluded"]) == (6, 0)
     slope = np.polyfit(np.arange(1.0, 7.0), frame.groupby("x")["t"].mean(), 1)[0]
@@ -99,8 +98,8 @@ def repeats_csv(tmp_path):
 
 @pytest.mark.parametrize("repeats", ["all", "mean"])
 def test_an_unknown_by_column_is_refused_naming_the_valid_ones(repeats_csv, repeats):
-    result = run_cli("analyze", "--csv", str(repeats_csv), "--formula", "t ~ x", "--repeats", repeats,
-                     "--by", "x, nope,zz")
+    result = cli("analyze", "--csv", str(repeats_csv), "--formula", "t ~ x", "--repeats", repeats,
+                 "--by", "x, nope,zz")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines() == [
         "tunelab: error: --by: unknown columns 'nope', 'zz'; the columns are x, z, t"]

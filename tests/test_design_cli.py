@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import cli, run_cli
 
 SPEC = """
 name: cli design
@@ -23,6 +23,7 @@ factors:
 constraints:
   - tile * unroll <= 32
 """
+
 
 
 @pytest.fixture(scope="module")
@@ -44,13 +45,13 @@ def test_dopt_json_reports_criteria_and_rows(grid_csv):
     assert first["criteria"]["D"] == pytest.approx(0.4486908007071485, rel=1e-9)  # the brute-force optimum
     assert len(first["rows"]) == 7 and all(0 <= r < 25 for r in first["rows"])
     assert first["repeats"] == 5 and first["seconds"] > 0 and first["k"] == 6
-    again = json.loads(run_cli(*args, check=True).stdout)
+    again = json.loads(cli(*args, check=True).stdout)
     assert again["rows"] == first["rows"]
 
 
 def test_dopt_text_output_and_forced_rows(grid_csv):
-    result = run_cli("design", "dopt", "--candidates", str(grid_csv), "--formula", "~ a + b", "--trials", "3",
-                     "--forced", "12", check=True)
+    result = cli("design", "dopt", "--candidates", str(grid_csv), "--formula", "~ a + b", "--trials", "3",
+                    "--forced", "12", check=True)
     lines = result.stdout.splitlines()
     assert lines[0].startswith("dopt: 4 runs") and "k = 3 coefficients" in lines[0]
     assert lines[1].startswith("D ") and " Ge " in lines[1] and " Dea " in lines[1]
@@ -67,7 +68,7 @@ def test_dopt_text_output_and_forced_rows(grid_csv):
     ],
 )
 def test_dopt_errors_are_one_line(grid_csv, formula, trials, message):
-    result = run_cli("design", "dopt", "--candidates", str(grid_csv), "--formula", formula, "--trials", trials)
+    result = cli("design", "dopt", "--candidates", str(grid_csv), "--formula", formula, "--trials", trials)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.count("\n") == 1 and message in result.stderr
 
@@ -75,7 +76,7 @@ def test_dopt_errors_are_one_line(grid_csv, formula, trials, message):
 def test_dopt_with_too_few_candidate_rows(tmp_path):
     path = tmp_path / "three.csv"
     path.write_text("a,b\n1,2\n2,1\n3,3\n")
-    result = run_cli("design", "dopt", "--candidates", str(path), "--formula", "~ a + b + a:b", "--trials", "4")
+    result = cli("design", "dopt", "--candidates", str(path), "--formula", "~ a + b + a:b", "--trials", "4")
     assert result.returncode == 2 and "3 rows are fewer than the 4 coefficients" in result.stderr
 
 
@@ -97,8 +98,8 @@ def test_generators_from_a_spec(grid_csv, kind, extra, runs):
 
 def test_dopt_over_a_spec_space(grid_csv):
     spec = grid_csv.parent / "spec.yaml"
-    data = json.loads(run_cli("design", "dopt", "--spec", str(spec), "--formula", "~ tile + I(1/tile) + unroll + vec + layout",
-                              "--trials", "8", "--seed", "4", "--json", check=True).stdout)
+    data = json.loads(cli("design", "dopt", "--spec", str(spec), "--formula", "~ tile + I(1/tile) + unroll + vec + layout",
+                             "--trials", "8", "--seed", "4", "--json", check=True).stdout)
     assert data["candidates"] == 72 and data["k"] == 6 and data["runs"] == 8
     design = pd.DataFrame(data["design"])
     assert (design["tile"] * design["unroll"] <= 32).all() and not design.duplicated().any()
@@ -108,12 +109,12 @@ def test_lhs_and_fracfact_text(grid_csv):
     spec = grid_csv.parent / "spec.yaml"
     lhs = run_cli("design", "lhs", "--spec", str(spec), "--runs", "12", "--seed", "2", check=True).stdout
     assert lhs.startswith("lhs: ") and "tile" in lhs
-    frac = run_cli("design", "fracfact", "--spec", str(spec), "--generators", "layout = tile*unroll*vec", check=True).stdout
+    frac = cli("design", "fracfact", "--spec", str(spec), "--generators", "layout = tile*unroll*vec", check=True).stdout
     assert "resolution 4; generators: layout = tile*unroll*vec" in frac
 
 
 def test_generator_over_candidate_columns(grid_csv):
-    data = json.loads(run_cli("design", "pb", "--candidates", str(grid_csv), "--factors", "a,b", "--json", check=True).stdout)
+    data = json.loads(cli("design", "pb", "--candidates", str(grid_csv), "--factors", "a,b", "--json", check=True).stdout)
     assert data["runs"] == 4 and len(data["rows"]) == 4 and data["dummies"] == ["d1"]
 
 

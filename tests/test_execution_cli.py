@@ -12,7 +12,7 @@ from engine.space.configs import config_keys
 from engine.space.factors import Factor, Space
 from engine.study import StudySpec
 from storage import Store
-from tests.conftest import kill_after, run_cli
+from tests.conftest import cli, kill_after, run_cli
 
 # a benchmark program: value from the factors, a little sleep so a kill lands mid-campaign
 SCRIPT = "import sys, time; time.sleep(0.05); a, b = int(sys.argv[1]), int(sys.argv[2]); print('time:', a * 10 + b)"
@@ -57,11 +57,11 @@ def test_run_killed_mid_campaign_then_resumed_loses_and_duplicates_nothing(db_pa
 def test_run_without_a_design_or_with_bad_flags_is_one_line(db_path):
     with Store(db_path) as store:
         store.create_study(command_spec())
-    result = run_cli("run", "--study", "cmd", db=db_path)
+    result = cli("run", "--study", "cmd", db=db_path)
     assert result.returncode == 2 and "no design" in result.stderr and "Traceback" not in result.stderr
-    result = run_cli("run", "--study", "cmd", "--executor", "local", "--scheduler", "tcp://x:1", db=db_path)
+    result = cli("run", "--study", "cmd", "--executor", "local", "--scheduler", "tcp://x:1", db=db_path)
     assert result.returncode == 2 and "--scheduler" in result.stderr
-    assert run_cli("run", "--study", "nope", db=db_path).returncode == 2
+    assert cli("run", "--study", "nope", db=db_path).returncode == 2
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
@@ -89,9 +89,9 @@ def test_measure_one_kernel_configuration(tmp_path, monkeypatch):
     assert data["speedup"] == pytest.approx(data["baseline_s"] / data["median_s"])
     text = run_cli("measure", "--kernel", "jacobi2d", "--size", "16", "--repeats", "1", check=True).stdout
     assert "speed-up" in text
-    bad = run_cli("measure", "--kernel", "mm", "--set", "T_X=4")
+    bad = cli("measure", "--kernel", "mm", "--set", "T_X=4")
     assert bad.returncode == 2 and "no such factor" in bad.stderr
-    bad = run_cli("measure", "--kernel", "fft")
+    bad = cli("measure", "--kernel", "fft")
     assert bad.returncode == 2 and "kernel 'fft'" in bad.stderr
-    invalid = run_cli("measure", "--kernel", "mm", "--size", "16", "--set", "THREADS=2", "--executor", "inline")
+    invalid = cli("measure", "--kernel", "mm", "--size", "16", "--set", "THREADS=2", "--executor", "inline")
     assert invalid.returncode == 1 and "needs OMP on" in invalid.stdout

@@ -44,7 +44,7 @@ def intact(db: Path) -> None:
 
 # -- exports ----------------------------------------------------------------------------------------
 def test_an_export_onto_the_database_or_its_log_is_refused_and_the_database_survives(stored, tmp_path):
-    one_line_error(run_cli("export", "study", "toy", "--out", str(stored), db=stored), "is the database", str(stored))
+    one_line_error(cli("export", "study", "toy", "--out", str(stored), db=stored), "is the database", str(stored))
     os.link(stored, tmp_path / "alias.duckdb")
     (tmp_path / "sub").mkdir()
     for out in (stored, Path(f"{stored}.wal"), tmp_path / "sub" / ".." / stored.name, tmp_path / "alias.duckdb"):
@@ -71,7 +71,7 @@ def test_dev_null_is_refused_and_stays_a_device(stored):
         export_target(null.parent, null.name)                  # not get the chance to replace the real one
     before = os.lstat(null)
     try:
-        one_line_error(run_cli("export", "study", "toy", "--out", str(null), db=stored), "character device")
+        one_line_error(cli("export", "study", "toy", "--out", str(null), db=stored), "character device")
         one_line_error(run_cli("export", "best", "--study", "toy", "--out", str(null), db=stored), "character device")
     finally:
         if not null.is_char_device() and os.geteuid() == 0:  # heal the machine before failing
@@ -86,10 +86,10 @@ def test_a_symlinked_folder_or_file_is_refused(stored, tmp_path):
     outside.write_text("keep")
     (tmp_path / "link").symlink_to(real)
     (real / "link.json").symlink_to(outside)
-    one_line_error(run_cli("export", "study", "toy", "--out", str(tmp_path / "link" / "toy.json"), db=stored),
-             "symbolic link", str(tmp_path / "link"))
+    one_line_error(cli("export", "study", "toy", "--out", str(tmp_path / "link" / "toy.json"), db=stored),
+                   "symbolic link", str(tmp_path / "link"))
     one_line_error(run_cli("export", "report", "--study", "toy", "--out", str(tmp_path / "link"), db=stored), "symbolic link")
-    one_line_error(run_cli("export", "study", "toy", "--out", str(real / "link.json"), db=stored), "symbolic link")
+    one_line_error(cli("export", "study", "toy", "--out", str(real / "link.json"), db=stored), "symbolic link")
     assert sorted(p.name for p in real.iterdir()) == ["link.json"] and outside.read_text() == "keep"
 
 
@@ -98,7 +98,8 @@ def test_replacing_an_existing_file_is_said(stored, tmp_path):
     first = run_cli("export", "study", "toy", "--out", str(out), db=stored, check=True)
     assert first.stderr == ""
     out.chmod(0o640)
-    again = run_cli("export", "study", "toy", "--out", str(out), db=stored, check=True)
+    again = cli("export", "study", "toy", "--out", str(out), db=stored)
+    assert again.returncode == 0, again.stderr
     assert again.stderr.strip() == f"tunelab: replaced the existing file {out}"
     assert stat.S_IMODE(out.stat().st_mode) == 0o640 and json.loads(out.read_text())["format"] == "tunelab-study"
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp-")) == []

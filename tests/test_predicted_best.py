@@ -17,6 +17,7 @@ import pytest
 from engine.io.best import FORMATS, best_predicted, export_best
 from engine.io.spec import TEMPLATES, parse_spec
 from storage import Store
+from tests.conftest import cli
 from tests.test_browser_proposal import prepare
 from workflows import StudySession
 from workflows.demo import TOY_STUDY
@@ -90,9 +91,8 @@ def test_a_worse_prediction_is_said_on_the_cli(tmp_path):
         best = session.best("predicted")
         measured = session.measured_best_or_none()
     assert best.worse_than_measured and best.measured_best == measured.value
-    done = subprocess.run([*CLI, "--db", str(db), "export", "best", "--study", TOY_STUDY, "--source", "predicted",
-                           "--out", str(tmp_path / "b.h"), "--format", "header"], capture_output=True, text=True,
-                          timeout=300)
+    done = cli("export", "best", "--study", TOY_STUDY, "--source", "predicted", "--out", str(tmp_path / "b.h"),
+               "--format", "header", db=db)
     assert done.returncode == 0 and f"worse than the best measured {measured.value:.4g}" in done.stderr, done.stderr
 
 
@@ -130,7 +130,7 @@ def test_analyze_propose_prints_the_page_s_proposal_in_text_and_json(toy_db, tmp
     for line in expected.explanation:
         assert f"- {line}" in text.stdout
     assert "Predicted best configuration: " in text.stdout and "Step 1 (fixed so far: nothing)" in text.stdout
-    data = json.loads(subprocess.run([*args, "--json"], capture_output=True, text=True, timeout=300).stdout)
+    data = json.loads(cli("analyze", "--study", TOY_STUDY, "--propose", "--json", db=db).stdout)
     proposal = data["proposal"]
     assert proposal["fix"] == expected.proposed["fix"] and proposal["reasons"] == list(expected.explanation)
     assert proposal["predicted_best"]["point"] == expected.evidence["predicted_best"]["point"]
@@ -146,6 +146,5 @@ def test_analyze_propose_prints_the_page_s_proposal_in_text_and_json(toy_db, tmp
 ])
 def test_analyze_refuses_what_a_proposal_cannot_use_in_one_line(toy_db, extra, words):
     source = ["--csv", "/dev/null"] if extra == ["--propose"] else ["--study", TOY_STUDY]
-    done = subprocess.run([*CLI, "--db", str(toy_db), "analyze", *source, *extra], capture_output=True, text=True,
-                          timeout=300)
+    done = cli("analyze", *source, *extra, db=toy_db)
     assert done.returncode != 0 and words in done.stderr and "Traceback" not in done.stderr, done.stderr

@@ -17,12 +17,13 @@ from engine.io.paths import REPO_ROOT
 from engine.space.factors import Factor, Space
 from engine.study import StudySpec
 from storage import Store
-from tests.conftest import run_cli
+from tests.conftest import cli, run_cli
 
 SPACE = Space([Factor("x", "ordinal", (0, 1, 2)), Factor("y", "ordinal", (0, 1))])
 RUNNER = {"kind": "python", "callable": "tests.helpers.measure_funcs:quadratic", "path": str(REPO_ROOT), "repeats": 2}
 HALF = ({"x": 0, "y": 0}, {"x": 2, "y": 1})  # 1 of 2 repeats stored, as a kill between the two commits leaves them
 FAILED = {"x": 1, "y": 0}  # its second repeat failed: complete, never measured again
+
 
 
 def _value(config: dict[str, int]) -> float:
@@ -66,10 +67,10 @@ def test_tune_completes_the_missing_repeats_of_partly_measured_configurations_an
     # 12 measurements answer the 6 configurations: 8 taken now (2 completing repeats, 3 × 2 new), 4 stored before
     assert ("budget used 6 of 6 configurations (12 measurements: 8 new, 4 stored before; "
             "2 partly measured configurations completed)") in text, text
-    again = json.loads(run_cli(*args, "--json", db=db_path, check=True).stdout)  # the same command once more
+    again = json.loads(cli(*args, "--json", db=db_path, check=True).stdout)  # the same command once more
     assert (again["budget_used"], again["measurements"], again["measurements_reused"],
             again["configurations_completed"]) == (6, 0, 12, 0)
-    again_text = run_cli(*args, db=db_path, check=True).stdout
+    again_text = cli(*args, db=db_path, check=True).stdout
     assert "budget used 6 of 6 configurations (12 measurements: 0 new, 12 stored before)" in again_text, again_text
 
 

@@ -13,7 +13,7 @@ from engine.errors import UserError
 from engine.surrogates.difftune.measure import Settings
 from storage import Store
 from storage.difftune import block_measurements, cpus
-from tests.conftest import run_cli
+from tests.conftest import cli, run_cli
 from workflows.difftune import measure_blocks
 
 BLOCKS = ["4801c0", "4889c3480fafc0", "0f05"]  # add chain, mov + imul, syscall (refused, never run)
@@ -62,7 +62,7 @@ def test_the_cli_measures_and_says_what_it_did(data, db_path):
     assert exported.returncode == 0, exported.stderr
     table = pd.read_csv(out_file)
     assert table["hex"].tolist() == [BLOCKS[0]] and {"status", "cycles_min", "cycles_median"} <= set(table.columns)
-    bad = run_cli("blocks", "measure", "--limit", "0", db=db_path)
+    bad = cli("blocks", "measure", "--limit", "0", db=db_path)
     assert bad.returncode != 0 and "--limit 0: must be from 1" in bad.stderr
 
 
