@@ -23,11 +23,29 @@ def _numbers(field: Mapping[str, Any], number: Callable[[Any], _N]) -> tuple[_N 
     return low, high, default
 
 
+def _initial(field: Mapping[str, Any]) -> Any:
+    """The value a field's widget starts from, typed as the widget returns it (and so as :func:`from_form` reads an
+    untouched one)."""
+    if field["kind"] == "bool":
+        return bool(field["default"])
+    if field["kind"] == "choice":
+        return field["default"]
+    if field["kind"] == "int":
+        return _numbers(field, int)[2]
+    if field["kind"] == "float":
+        return _numbers(field, float)[2]
+    return str(field["default"] or "")
+
+
+def _fields(strategy: str, start: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [{**f, "default": start.get(f["name"], f["default"])} for f in form_fields(strategy)]
+
+
 def option_widgets(strategy: str, key: str, suggested: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One widget per option, pre-filled with ``suggested`` or else its default; returns the values by option
     name (turn them into options with :func:`engine.strategies.from_form`, which checks them)."""
     values: dict[str, Any] = {}
-    fields = [{**f, "default": (suggested or {}).get(f["name"], f["default"])} for f in form_fields(strategy)]
+    fields = _fields(strategy, suggested or {})
     if not fields:
         st.caption(f"{escape_md(strategy)} has no options.")
         return values
@@ -35,20 +53,37 @@ def option_widgets(strategy: str, key: str, suggested: Mapping[str, Any] | None 
     for i, field in enumerate(fields):
         where, name = columns[i % 3], field["name"]
         label, help_text, widget_key = name, f"{field['description']} ({field['accepts']})", f"{key}_{strategy}_{name}"
+        initial = _initial(field)
         if field["kind"] == "bool":
-            values[name] = where.checkbox(label, value=bool(field["default"]), help=help_text, key=widget_key)
+            values[name] = where.checkbox(label, value=initial, help=help_text, key=widget_key)
         elif field["kind"] == "choice":
             choices = list(field["choices"])
-            values[name] = where.selectbox(label, choices, index=choices.index(field["default"]), help=help_text,
-                                           key=widget_key)
+            values[name] = where.selectbox(label, choices, index=choices.index(initial), help=help_text, key=widget_key)
         elif field["kind"] == "int":
-            low, high, default = _numbers(field, int)
-            values[name] = where.number_input(label, min_value=low, max_value=high, value=default, step=1, format=None,
+            low, high, _ = _numbers(field, int)
+            values[name] = where.number_input(label, min_value=low, max_value=high, value=initial, step=1, format=None,
                                               help=help_text, key=widget_key)
         elif field["kind"] == "float":
-            low_f, high_f, default_f = _numbers(field, float)
-            values[name] = where.number_input(label, min_value=low_f, max_value=high_f, value=default_f, step=None,
+            low_f, high_f, _ = _numbers(field, float)
+            values[name] = where.number_input(label, min_value=low_f, max_value=high_f, value=initial, step=None,
                                               format="%g", help=help_text, key=widget_key)
         else:
-            values[name] = where.text_input(label, value=str(field["default"] or ""), help=help_text, key=widget_key)
+            values[name] = where.text_input(label, value=initial, help=help_text, key=widget_key)
     return values
+
+
+def option_editor(key: str, prefixes: Mapping[str, str],
+                  suggested: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The options of one strategy at a time, chosen in a list (drawing every strategy's hundred widgets took the
+    browser a second on each rerun); what was edited for the others is kept in the session. ``prefixes``: each
+    strategy's widget-key prefix. Returns every strategy's values by option name, an untouched strategy's as its
+    widgets would start (``suggested``, else the defaults)."""
+    strategies = list(prefixes)
+    edited: dict[str, dict[str, Any]] = st.session_state.setdefault(f"{key}_edited", {})
+    first = next((s for s in suggested if s in prefixes), strategies[0])
+    shown = st.selectbox("Options of", strategies, index=strategies.index(first), key=f"{key}_shown")
+    place = f"{prefixes[shown]}:{shown}"
+    edited[place] = option_widgets(shown, prefixes[shown], {**suggested.get(shown, {}), **edited.get(place, {})})
+    return {strategy: edited.get(f"{prefixes[strategy]}:{strategy}")
+            or {f["name"]: _initial(f) for f in _fields(strategy, suggested.get(strategy, {}))}
+            for strategy in strategies}

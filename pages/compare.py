@@ -9,7 +9,7 @@ from app.components import STUDY_KEY, flash, guard, remembered, show_flash
 from app.escape import escape_md
 from app.jobs import Job, get_job, start_job
 from app.state import get_store
-from app.strategy_options import option_widgets
+from app.strategy_options import option_editor
 from engine.compare.plots import (
     best_so_far_data,
     best_so_far_figure,
@@ -58,6 +58,10 @@ st.query_params[STUDY_KEY] = name
 
 catalogue = {row["name"]: row for row in describe()}
 runnable = [n for n, row in catalogue.items() if row["available"]]
+with st.expander("Strategy options (over the preset; an untouched option keeps the preset's value)"):
+    suggested = suggested_options(store, name)
+    option_values = option_editor("cmp_opt", {s: f"cmp_opt_{name}" if s in suggested else "cmp_opt" for s in runnable},
+                                  suggested)
 with st.form("cmp_form"):
     chosen = st.multiselect("Strategies", runnable, default=[s for s in DEFAULT_STRATEGIES if s in runnable],
                             key="cmp_strategies", help="\n".join(f"- **{n}**: {row['summary']}" for n, row in catalogue.items()))
@@ -70,13 +74,6 @@ with st.form("cmp_form"):
                       format_func={"paper": "The paper's (as `tunelab bench`)", "none": "Each strategy's defaults"}.get,
                       help="paper: the CCGrid'19 settings and per-strategy budgets; none: every strategy's defaults "
                            "with the full budget.")
-    with st.expander("Strategy options (over the preset; an untouched option keeps the preset's value)"):
-        option_values = {}
-        suggested = suggested_options(store, name)
-        for strategy, tab in zip(runnable, st.tabs(runnable), strict=True):
-            with tab:
-                option_values[strategy] = option_widgets(strategy, f"cmp_opt_{name}" if strategy in suggested else "cmp_opt",
-                                                         suggested.get(strategy))
     # Empty unless the person types a name: the workflow names the comparison after the strategies that ran. Keyed by
     # the table, so a name typed for one table study is not offered for another.
     label = st.text_input("Name", key=f"cmp_name_{name}", placeholder=f"{name}: the strategies run",

@@ -211,11 +211,15 @@ def test_design_page_warns_when_runs_are_fewer_than_coefficients(app_db):
 def test_compare_page_runs_a_small_comparison_in_the_background(app_db, data):
     at = page("compare.py").run()
     assert not at.exception and not at.error
+    assert not [w for w in at.number_input if w.key.startswith("cmp_opt")]  # one strategy's at a time: RS has none
+    at.selectbox(key="cmp_opt_shown").set_value("DLMT").run()
+    at.number_input(key="cmp_opt_DLMT_steps").set_value(2).run()  # from DLMT's options table, over the paper preset
+    at.selectbox(key="cmp_opt_shown").set_value("GA").run()  # another strategy's options: DLMT's edit is kept
+    assert not [w for w in at.number_input if w.key.startswith("cmp_opt_DLMT")]
     at.multiselect(key="cmp_strategies").set_value(["RS", "DLMT"])
     at.number_input(key="cmp_reps").set_value(3)
     at.number_input(key="cmp_budget").set_value(60)
     at.number_input(key="cmp_jobs").set_value(1)
-    at.number_input(key="cmp_opt_DLMT_steps").set_value(2)  # from DLMT's options table, over the paper preset
     at.button[0].click().run()
     rerun_until(at, lambda at: at.success or at.error)
     assert not at.error and at.success and "Comparison saved" in at.success[0].value
