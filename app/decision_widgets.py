@@ -41,24 +41,18 @@ def proposal(session: StudySession, model: LinearModel, fixed: Mapping[str, Any]
 
 
 def fix_editor(space: Space, names: Sequence[str], proposed: Mapping[str, Any], point: Mapping[str, Any], key: str) -> dict[str, Any]:
-    """A checkbox and a level per factor, pre-filled with the proposal; returns the chosen fix. ``key`` names the
-    place (the Analyze page, a paused run). A new proposal resets the widgets through their state: their keys stay
-    the same, so the browser updates what changed instead of drawing every widget again."""
+    """A checkbox and a level per factor, pre-filled with the proposal; returns the chosen fix.
+    ``key`` names the proposal, so a new proposal resets the widgets."""
     st.markdown("**Fix these factors** (pre-filled with the proposal; change anything before accepting):")
-    proposal = json.dumps([list(names), sorted(map(str, proposed.items())), sorted(map(str, point.items()))])
-    fresh = st.session_state.get(f"{key}_fix_proposal") != proposal
-    st.session_state[f"{key}_fix_proposal"] = proposal
     chosen: dict[str, Any] = {}
     grid = st.columns(3)
     for i, name in enumerate(names):
-        box, fix_key, level_key = grid[i % 3], f"fix_{name}_{key}", f"level_{name}_{key}"
+        box = grid[i % 3]
+        fixed = box.checkbox(f"fix {name}", value=name in proposed, key=f"fix_{name}_{key}")
         levels = list(space.factor(name).levels)
-        if fresh or fix_key not in st.session_state or level_key not in st.session_state:  # new, or dropped unseen
-            value = proposed.get(name, point.get(name))
-            st.session_state[fix_key] = name in proposed
-            st.session_state[level_key] = levels[levels.index(value)] if value in levels else levels[0]
-        fixed = box.checkbox(f"fix {name}", key=fix_key)
-        level = box.selectbox(f"{name} level", levels, key=level_key, disabled=not fixed)
+        value = proposed.get(name, point.get(name))
+        level = box.selectbox(f"{name} level", levels, index=levels.index(value) if value in levels else 0,
+                              key=f"level_{name}_{key}", disabled=not fixed)
         if fixed:
             chosen[name] = level
     return chosen

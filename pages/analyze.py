@@ -216,9 +216,9 @@ if decision is not None and best is not None:
     if warning:
         st.warning(escape_md(warning))
     proposed_fix = decision.proposed["fix"]
-    # the next model's text is keyed by the proposal, so a new proposal (after a model change) rebuilds it
+    # widgets are keyed by the proposal, so a new proposal (after a model change) resets them
     version = abs(hash((result.model.formula, tuple(sorted(map(str, proposed_fix.items()))))))
-    chosen_fix = fix_editor(spec.space, result.model.variables_, proposed_fix, best["point"], "analyze")
+    chosen_fix = fix_editor(spec.space, result.model.variables_, proposed_fix, best["point"], str(version))
     next_formula = next_model_input(decision, chosen_fix, str(version))
     accept, reject = st.columns(2)
     note = st.text_input("Note (optional)", key="decision_note")
