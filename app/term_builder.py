@@ -26,32 +26,10 @@ def _pair(label: str) -> tuple[str, str]:
     return first, second
 
 
-def _box_key(key: str, kind: str, factor: str) -> str:
-    return f"{key}_{kind}_{factor}"
-
-
-def _widget_values(space: Space, choice: TermChoice, key: str) -> dict[str, bool | list[str]]:
-    """The value of each of the builder's widgets (by key) that shows ``choice``."""
-    numeric = {f.name for f in space.factors if f.numeric}
-    values: dict[str, bool | list[str]] = {
-        _box_key(key, kind, f.name): (kind == "linear" or f.name in numeric) and f.name in getattr(choice, kind)
-        for f in space.factors for kind in KINDS}
-    all_pairs = {_pair_label(p) for p in combinations(space.names, 2)}
-    values[f"{key}_pairs"] = [_pair_label(p) for p in choice.interactions if _pair_label(p) in all_pairs]
-    return values
-
-
-def _show(space: Space, choice: TermChoice, key: str, missing_only: bool = False) -> None:
-    """Set the widgets to ``choice`` through their state (before they are drawn). Their keys stay the same, so
-    the browser updates the boxes that changed instead of drawing the whole grid again."""
-    for widget, value in _widget_values(space, choice, key).items():
-        if not missing_only or widget not in st.session_state:
-            st.session_state[widget] = value
-
-
 def term_builder(space: Space, key: str, initial: str | None = None, response: str | None = None) -> str:
     """Render the builder and return the current formula (``~ ...`` or ``response ~ ...``)."""
     state = f"{key}_choice"
+    version = f"{key}_version"
     text_key = f"{key}_formula"
     if state not in st.session_state:
         start = default_choice(space)
@@ -61,18 +39,19 @@ def term_builder(space: Space, key: str, initial: str | None = None, response: s
             except (UserError, ValueError):
                 pass
         st.session_state[state] = start
+        st.session_state[version] = 0
     if text_key not in st.session_state:  # new, or dropped by Streamlit while the builder was hidden
         st.session_state[text_key] = to_formula(st.session_state[state], response)
-    _show(space, st.session_state[state], key, missing_only=True)  # likewise for the boxes
 
     def from_text() -> None:
         try:
             st.session_state[state] = from_formula(st.session_state[text_key], space)
-            _show(space, st.session_state[state], key)
+            st.session_state[version] += 1  # rebuild the checkboxes from the new choice
             st.session_state.pop(f"{key}_error", None)
         except (UserError, ValueError) as exc:
             st.session_state[f"{key}_error"] = str(exc)
 
+    choice: TermChoice = st.session_state[state]
     numeric = {f.name for f in space.factors if f.numeric}
     ticked: dict[str, list[str]] = {kind: [] for kind in KINDS}
     header = st.columns([2, 1, 1, 1, 1])
@@ -84,13 +63,19 @@ def term_builder(space: Space, key: str, initial: str | None = None, response: s
         row[0].markdown(code_md(f.name))
         for column, kind in zip(row[1:], KINDS):
             allowed = kind == "linear" or f.name in numeric
-            on = column.checkbox(f"{kind} {f.name}", disabled=not allowed, key=_box_key(key, kind, f.name),
-                                 label_visibility="collapsed")
-            if on and allowed:
+            on = column.checkbox(
+                f"{kind} {f.name}", value=allowed and f.name in getattr(choice, kind), disabled=not allowed,
+                key=f"{key}_{kind}_{f.name}_{st.session_state[version]}", label_visibility="collapsed",
+            )
+            if on:
                 ticked[kind].append(f.name)
-    picked = st.multiselect("Pairwise interactions", [_pair_label(p) for p in combinations(space.names, 2)],
-                            key=f"{key}_pairs")
-    choice: TermChoice = st.session_state[state]
+    all_pairs = [_pair_label(p) for p in combinations(space.names, 2)]
+    picked = st.multiselect(
+        "Pairwise interactions",
+        all_pairs,
+        default=[_pair_label(p) for p in choice.interactions if _pair_label(p) in all_pairs],
+        key=f"{key}_pairs_{st.session_state[version]}",
+    )
     updated = TermChoice(
         **ticked,
         interactions=[_pair(p) for p in picked],
@@ -113,8 +98,8 @@ def term_builder(space: Space, key: str, initial: str | None = None, response: s
 
 def _apply(key: str, space: Space, formula: str) -> None:
     st.session_state[f"{key}_formula"] = formula
-    st.session_state[f"{key}_choice"] = choice = from_formula(formula, space)
-    _show(space, choice, key)
+    st.session_state[f"{key}_choice"] = from_formula(formula, space)
+    st.session_state[f"{key}_version"] = st.session_state.get(f"{key}_version", 0) + 1
     st.session_state.pop(f"{key}_error", None)
 
 
