@@ -15,7 +15,7 @@ from engine.surrogates.costmodel.evaluate import cross_validate, noise_floor
 from engine.surrogates.costmodel.graph import TensorGraph
 from storage import Store
 from storage.costmodel import evaluation_predictions
-from tests.conftest import run_cli
+from tests.conftest import cli, run_cli
 
 
 def _graph(name: str, program: str, runtime: list[float], config: list[list[float]], default: int | None = 0) -> TensorGraph:
@@ -77,7 +77,7 @@ def test_the_cli_evaluates_the_real_tpu_kernels_and_stores_every_prediction(data
     for args, message in ((["--models", "roofline"], "does not apply to the tile task"),
                           (["--data", str(tmp_path / "nowhere")], "neither a folder"),
                           (["--seeds", "a"], "--seeds"), (["--params", '{"gbdt": 3}'], "--params")):
-        result = run_cli("costmodel", "evaluate", *args, db=db)
+        result = cli("costmodel", "evaluate", *args, db=db)  # refusals: in this process, after the real one
         assert result.returncode != 0 and message in result.stderr and "Traceback" not in result.stderr, result.stderr
 
 
@@ -87,9 +87,9 @@ def test_a_trained_gnn_is_kept_beside_the_database(data: Path, tmp_path: Path) -
     params = '{"hidden": 8, "epochs": 2, "graphs_per_step": 4}'
     out = json.loads(run_cli("costmodel", "train", "--name", "tiny", "--params", params, "--json", db=db, check=True).stdout)
     assert out["graphs"] == 15 and (Path(out["folder"]) / "model.pt").is_file()
-    again = run_cli("costmodel", "train", "--name", "tiny", db=db)
+    again = cli("costmodel", "train", "--name", "tiny", db=db)
     assert again.returncode != 0 and "exists already" in again.stderr
-    bad = run_cli("costmodel", "train", "--name", "x", "--params", '{"hidden": 0}', db=db)
+    bad = cli("costmodel", "train", "--name", "x", "--params", '{"hidden": 0}', db=db)
     assert bad.returncode != 0 and "hidden" in bad.stderr and "Traceback" not in bad.stderr
 
 

@@ -27,7 +27,7 @@ from engine.io.table_import import MAX_DEPTH, MAX_IMPORT_BYTES, gunzip, import_t
 from engine.space.factors import MAX_LEVELS, Factor, Space
 from engine.space.text import parse_levels, space_from_table, valid_count
 from engine.study import StudySpec
-from tests.conftest import run_cli
+from tests.conftest import cli, run_cli
 
 X = "  - {name: x, kind: ordinal, levels: [1, 2, 4]}\n"
 
@@ -353,7 +353,7 @@ def test_a_spec_whose_constraints_exclude_everything_is_refused_at_create(tmp_pa
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
     typo = tmp_path / "typo.yaml"
     typo.write_text(_spec(extra="runner: {kind: tabel}\n"))
-    result = run_cli("study", "create", "--spec", str(typo), db=db_path)
+    result = cli("study", "create", "--spec", str(typo), db=db_path)
     assert result.returncode == 2 and "runner kind 'tabel' is not one of" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 
