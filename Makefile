@@ -95,7 +95,7 @@ typecheck: install
 PYTEST_WORKERS ?= 2
 # One compute thread per worker (torch, BLAS): two workers each spinning two threads on 2 cores thrash.
 PARALLEL_TESTS = OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
-# Each phase lists its slowest tests: make test has a 15-minute goal on 2 cores.
+# Each phase lists its slowest tests: make test has a 10-minute goal on 2 cores (a fresh clone takes ~18 today).
 DURATIONS = --durations=12 --durations-min=5
 test: install system-test-deps lint typecheck difftune-harness
 	@status=0; \
