@@ -117,9 +117,10 @@ test-blas: install system-test-deps
 	    skipped="$$skipped $$kernel"; continue; fi; \
 	  echo "== OPENBLAS_CORETYPE=$$kernel: $$used"; \
 	  $$run $(BIN)/python -m pytest -q -p no:cacheprovider -m "not browser" || failed="$$failed $$kernel"; \
+	  ran="$$ran $$kernel"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "test-blas failed under:$$failed"; exit 1; fi; \
-	echo "test-blas passed under: $(BLAS_KERNELS)$${skipped:+ (skipped, not executable here:$$skipped)}"
+	echo "test-blas passed under:$${ran:- no kernel}$${skipped:+ (skipped, not executable here:$$skipped)}"
 
 # The parser fuzz suite, long: FUZZ_EXAMPLES examples per target (make test runs a few hundred each), with no
 # per-test time limit (a target takes minutes), each target's example count printed.
