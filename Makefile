@@ -120,7 +120,8 @@ test-blas: install system-test-deps
 	  ran="$$ran $$kernel"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "test-blas failed under:$$failed"; exit 1; fi; \
-	echo "test-blas passed under:$${ran:- no kernel}$${skipped:+ (skipped, not executable here:$$skipped)}"
+	if [ -z "$$ran" ]; then echo "test-blas: no kernel of '$(BLAS_KERNELS)' runs on this CPU"; exit 1; fi; \
+	echo "test-blas passed under:$$ran$${skipped:+ (skipped, not executable here:$$skipped)}"
 
 # The parser fuzz suite, long: FUZZ_EXAMPLES examples per target (make test runs a few hundred each), with no
 # per-test time limit (a target takes minutes), each target's example count printed.
