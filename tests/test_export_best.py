@@ -183,11 +183,9 @@ def test_export_best_and_report_from_the_cli(db_path, tmp_path):
     out.mkdir()
     for fmt in ("json", "header"):  # into a folder: the default, sanitised name (json in a real process)
         result = (run_cli if fmt == "json" else cli)("export", "best", "--study", SPEC.name, "--format", fmt, "--out",
-                                                     str(out), "--json", db=db_path)
-        assert result.returncode == 0, result.stderr
+                                                     str(out), "--json", db=db_path, check=True)
         assert json.loads(result.stdout)["path"].startswith(str(out))
-    t4 = cli("export", "best", "--study", SPEC.name, "--format", "t4", "--out", str(out / "kt.json"), db=db_path)
-    assert t4.returncode == 0, t4.stderr
+    cli("export", "best", "--study", SPEC.name, "--format", "t4", "--out", str(out / "kt.json"), db=db_path, check=True)
     assert sorted(p.name for p in out.iterdir()) == ["Kernel (demo) v1.2-best.h", "Kernel (demo) v1.2-best.json",
                                                      "kt.json"]
     assert json.loads((out / "Kernel (demo) v1.2-best.json").read_text())["configuration"]["TILE"] == 16
@@ -202,6 +200,5 @@ def test_export_best_and_report_from_the_cli(db_path, tmp_path):
         store.create_study(empty)
     failed = cli("export", "best", "--study", "empty", "--out", str(out), db=db_path)
     assert failed.returncode == 2 and "no successful measurement" in failed.stderr
-    empty_report = cli("export", "report", "--study", "empty", "--out", str(out), db=db_path)
-    assert empty_report.returncode == 0, empty_report.stderr
+    cli("export", "report", "--study", "empty", "--out", str(out), db=db_path, check=True)
     assert (out / "empty-report.html").exists()

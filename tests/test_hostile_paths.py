@@ -98,8 +98,7 @@ def test_replacing_an_existing_file_is_said(stored, tmp_path):
     first = run_cli("export", "study", "toy", "--out", str(out), db=stored, check=True)
     assert first.stderr == ""
     out.chmod(0o640)
-    again = cli("export", "study", "toy", "--out", str(out), db=stored)
-    assert again.returncode == 0, again.stderr
+    again = cli("export", "study", "toy", "--out", str(out), db=stored, check=True)
     assert again.stderr.strip() == f"tunelab: replaced the existing file {out}"
     assert stat.S_IMODE(out.stat().st_mode) == 0o640 and json.loads(out.read_text())["format"] == "tunelab-study"
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp-")) == []
