@@ -58,7 +58,7 @@ def test_r_names_and_stars():
     assert column_display("C(vector_length)[T.16]:load_overlap[T.TRUE]") == "C(vector_length)16:load_overlapTRUE"
     assert column_display("load_overlap[FALSE]") == "load_overlapFALSE"
     assert column_names(["Intercept", "Intercept", "x"], {"1": slice(0, 1), "Intercept": slice(1, 2)}) == [
-        "(Intercept)", "Intercept", "x"]  # the intercept by its term; a data column may have formulaic's name
+        "(Intercept)", "Intercept", "x"]  # the intercept by its term; a data column may have the matrix's name
     assert [stars(p) for p in (0.0, 0.001, 0.0010001, 0.01, 0.05, 0.0500001, 0.1, 0.1000001, 1.0)] == [
         "***", "***", "**", "**", "*", ".", ".", " ", " ",
     ]

@@ -15,12 +15,10 @@
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from formulaic import Formula
 
 from engine.analysis.data import AnalysisError
 from engine.analysis.fit import LinearModel
@@ -28,7 +26,8 @@ from engine.analysis.labels import is_categorical, stars
 from engine.analysis.lsq import QR, added_ss, qr
 from engine.analysis.options import ANOVA_TYPES
 from engine.analysis.tails import f_p_value
-from engine.model.formula import formulaic_matrix, model_frame
+from engine.model.formula import model_matrix
+from engine.model.parser import INTERCEPT
 
 COLUMNS = ["term", "Df", "Sum Sq", "Mean Sq", "F value", "Pr(>F)", "stars"]
 
@@ -111,45 +110,10 @@ def sum_coded_matrix(model: LinearModel) -> tuple[np.ndarray, list[tuple[str, li
     if not any(is_categorical(f, data) for term in model.terms_ for f in term.factors):
         blocks = [(t.display, list(range(t.columns.start, t.columns.stop))) for t in model.terms_]
         return model.matrix_.X, intercept + blocks
-    # The data columns get internal names first: a column called C or contr must not change what this
-    # code's own C(..., contr.sum) means.
-    frame = model_frame(data, model.formula_.variables)
-    names = {column: f"_column{i}" for i, column in enumerate(frame.columns)}
-    parts = [":".join(_sum_factor(f, data, names) for f in term.factors) for term in model.terms_]
-    text = ("1 + " if model.formula_.has_intercept else "0 + ") + " + ".join(parts)
-    matrix = formulaic_matrix(Formula(text, _ordering="none"), frame.rename(columns=names))
-    slices = [(str(t), s) for t, s in matrix.model_spec.term_slices.items()]
-    term_slices = [s for label, s in slices if label != "1"]
-    if len(term_slices) != len(model.terms_):
-        raise AnalysisError(f"formula {model.formula!r}: cannot build its sum-to-zero coding for Type III")
+    matrix = model_matrix(model.formula_, data, contrasts="sum")
+    term_slices = [s for label, s in matrix.term_slices.items() if label != INTERCEPT]
     blocks = [(t.display, list(range(s.start, s.stop))) for t, s in zip(model.terms_, term_slices)]
-    return np.asarray(matrix, dtype=float), intercept + blocks
-
-
-def _sum_factor(factor: str, data: pd.DataFrame, names: dict[str, str]) -> str:
-    """One (already whitelisted) factor expression over the renamed columns, with sum-to-zero contrasts
-    where it is categorical."""
-    tree = _Renamer(names).visit(ast.parse(factor, mode="eval")).body
-    if not is_categorical(factor, data):
-        return ast.unparse(tree)
-    if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and tree.func.id == "C":
-        tree = tree.args[0]
-    return f"C({ast.unparse(tree)}, contr.sum)"
-
-
-class _Renamer(ast.NodeTransformer):
-    """Renames the columns an expression reads; a called name stays the function it is (R's rule)."""
-
-    def __init__(self, names: dict[str, str]) -> None:
-        self.names = names
-
-    def visit_Call(self, node: ast.Call) -> ast.Call:
-        node.args = [self.visit(arg) for arg in node.args]
-        node.keywords = [self.visit(keyword) for keyword in node.keywords]
-        return node
-
-    def visit_Name(self, node: ast.Name) -> ast.Name:
-        return ast.Name(self.names.get(node.id, node.id), node.ctx)
+    return matrix.X, intercept + blocks
 
 
 def _table(rows: list[tuple[str, int, float]], rss: float, df_resid: int) -> pd.DataFrame:

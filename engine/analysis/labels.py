@@ -1,9 +1,10 @@
 """Model terms with R's names, so every table reads as R prints it and compares with R's output.
 
-formulaic normalises expressions (``I(x8 ** 2)``, ``I(1 / x)``, ``C(v)[T.2]``, and ``f[hi]`` where a
-factor is coded in full, without intercept); R deparses them as ``I(x8^2)``, ``I(1/x)``, ``C(v)2``,
-``fhi``, and a boolean column is R's logical, whose dummies are ``load_overlapFALSE`` and
-``load_overlapTRUE`` (formulaic's ``load_overlap[T.TRUE]``, :mod:`engine.model.formula`). Every table, page
+The model matrix (:mod:`engine.model.formula`) labels terms in Python's spelling (``I(x8 ** 2)``,
+``I(1 / x)``) and levels in brackets (``C(v)[T.2]`` for a contrast, ``f[hi]`` where a factor is coded in full,
+without intercept); R deparses them as ``I(x8^2)``, ``I(1/x)``, ``C(v)2``, ``fhi``, and a boolean column is
+R's logical, whose dummies are ``load_overlapFALSE`` and ``load_overlapTRUE`` (``load_overlap[T.TRUE]`` in
+the matrix). Every table, page
 and export uses these R names. (R 4.2's ``read.csv`` keeps lowercase ``true``/``false`` as strings, so
 R itself names that column ``load_overlaptrue``; Tunelab reads them as booleans.) The helpers here
 translate, and :class:`Term` keeps, for each term, the factor expressions (for car's containment rule)
@@ -72,7 +73,7 @@ def r_expression(expr: str) -> str:
 
 
 def term_display(label: str) -> str:
-    """R's row name for a formulaic term label."""
+    """R's row name for a model-matrix term label."""
     return ":".join(r_expression(f) for f in split_factors(label))
 
 
@@ -87,7 +88,7 @@ def column_display(column: str) -> str:
 
 def column_names(columns: Sequence[str], term_slices: Mapping[str, slice]) -> list[str]:
     """R's coefficient names of a model matrix's columns. The intercept's is known by its term (``1``), not
-    its name: formulaic calls it ``Intercept``, as a data column may be called."""
+    its name: the matrix calls it ``Intercept``, as a data column may be called."""
     names = [column_display(c) for c in columns]
     if "1" in term_slices:
         names[term_slices["1"].start] = "(Intercept)"
@@ -106,7 +107,7 @@ def is_categorical(factor: str, data: pd.DataFrame) -> bool:
 
 @dataclass(frozen=True)
 class Term:
-    """One model term: formulaic label, R name, factor expressions, data columns, matrix columns."""
+    """One model term: matrix label, R name, factor expressions, data columns, matrix columns."""
 
     label: str
     display: str

@@ -1,7 +1,7 @@
 """The term grammar of the term builder: ``x``, ``I(x^2)``, ``I(x^3)``, ``I(1/x)`` and products ``a:b``.
 
 One grammar for both readers of term labels: :mod:`engine.model.choice` (checkboxes from a formula,
-whose labels come back from formulaic as ``I(x ** 2)``) and :mod:`engine.model.columns` (the model
+whose labels come back from the parser as ``I(x ** 2)``) and :mod:`engine.model.columns` (the model
 strategies' fast columns, given R spellings). Each piece of a term is a factor and a power: 1, 2, 3,
 or -1 for the inverse. Kept free of numpy and the strategies so both can import it without a cycle.
 """
