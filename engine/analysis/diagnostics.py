@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import special
 
 from engine.analysis.fit import LinearModel
+from engine.analysis.quantiles import normal_quantile
 
 
 def residual_diagnostics(model: LinearModel) -> pd.DataFrame:
@@ -45,7 +45,7 @@ def qq_data(model: LinearModel) -> pd.DataFrame:
     diag = residual_diagnostics(model).sort_values("std_residual", kind="stable")
     return pd.DataFrame(
         {
-            "theoretical": special.ndtri(ppoints(len(diag))),
+            "theoretical": normal_quantile(ppoints(len(diag))),
             "sample": diag["std_residual"].to_numpy(),
             "row": diag["row"].to_numpy(),
         }

@@ -24,12 +24,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special
 
 from engine.analysis.data import AnalysisError
 from engine.analysis.fit import LinearModel
 from engine.analysis.labels import Term, stars
 from engine.analysis.prediction import candidate_matrix, predict
+from engine.analysis.quantiles import normal_quantile
 from engine.analysis.tails import log_worth
 from engine.errors import UserError
 from engine.model.formula import formula_text
@@ -236,5 +236,5 @@ def effect_screening(model: LinearModel) -> pd.DataFrame:
     table = table.iloc[np.argsort(-np.abs(table["scaled_estimate"].to_numpy()), kind="stable")].reset_index(drop=True)
     m = len(table)
     ascending_rank = np.arange(m, 0, -1)
-    table["half_normal_quantile"] = special.ndtri(0.5 + 0.5 * (ascending_rank - 0.5) / m) if m else []
+    table["half_normal_quantile"] = normal_quantile(0.5 + 0.5 * (ascending_rank - 0.5) / m) if m else []
     return table

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import linalg
 
 from engine.analysis.data import AnalysisError, complete_rows
 from engine.analysis.labels import Term, column_names, model_terms, stars
@@ -34,6 +33,14 @@ from engine.analysis.variance import ncv_test
 from engine.model.formula import parse
 
 
+def solve_upper(R: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """R⁻¹B for a nonsingular upper-triangular R (scipy.linalg's import cost is avoided, issue 31): LAPACK's
+    LU solve, and with zeros below the diagonal the LU of R is R itself (no row exchange, zero multipliers),
+    so this is back substitution."""
+    solved: np.ndarray = np.linalg.solve(R, B)
+    return solved
+
+
 @dataclass(frozen=True)
 class LeastSquares:
     """The least-squares fit of a response on the kept columns of a QR (statsmodels' names for what a
@@ -49,7 +56,7 @@ class LeastSquares:
     @classmethod
     def of(cls, decomposition: QR, y: np.ndarray) -> LeastSquares:
         effects = decomposition.effects(y)
-        params = linalg.solve_triangular(decomposition.R, effects)
+        params = solve_upper(decomposition.R, effects)
         fitted = decomposition.Q @ effects
         resid = y - fitted
         ssr = float(resid @ resid)
@@ -126,7 +133,7 @@ class LinearModel:
         """Standard errors, t and p of the coefficients from the QR factor, as R's ``summary.lm``:
         se_j = σ·‖row j of R⁻¹‖. statsmodels inverts R'R, which loses cond(X)² in accuracy; p comes from
         :mod:`engine.analysis.tails`, right where scipy's ``t.sf`` underflows."""
-        R_inverse = linalg.solve_triangular(self.qr_.R, np.eye(self.qr_.rank))
+        R_inverse = solve_upper(self.qr_.R, np.eye(self.qr_.rank))
         sigma2 = float(self.results_.ssr) / self.df_resid_
         se = np.sqrt(sigma2 * np.einsum("ij,ij->i", R_inverse, R_inverse))
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from scipy import linalg, special
 
 from engine.analysis.data import AnalysisError
-from engine.analysis.fit import LinearModel
+from engine.analysis.fit import LinearModel, solve_upper
+from engine.analysis.quantiles import t_quantile
 from engine.io.jsonable import plain
 from engine.model.formula import model_matrix
 
@@ -64,11 +64,12 @@ def predict(model: LinearModel, candidates: pd.DataFrame, level: float = 0.95, X
     X = candidate_matrix(model, candidates) if X is None else X
     beta = np.asarray(model.results_.params, dtype=float)
     fit = X @ beta
-    # se of the mean: ||R^-T x|| · sigma, without forming (X'X)^-1.
-    scaled = linalg.solve_triangular(model.qr_.R, X.T, trans="T")
+    # se of the mean: ||R^-T x|| · sigma, without forming (X'X)^-1; the rows of X R^-1 are those R^-T x, and
+    # one k×k back substitution and a matrix product cost no more than a triangular solve of every candidate.
+    scaled = X @ solve_upper(model.qr_.R, np.eye(model.qr_.rank))
     sigma2 = float(model.results_.ssr) / model.df_resid_
-    se_pred = np.sqrt(sigma2 * ((interval == "prediction") + np.einsum("ij,ij->j", scaled, scaled)))
-    half = special.stdtrit(model.df_resid_, 0.5 + level / 2.0) * se_pred
+    se_pred = np.sqrt(sigma2 * ((interval == "prediction") + np.einsum("ij,ij->i", scaled, scaled)))
+    half = t_quantile(0.5 + level / 2.0, model.df_resid_) * se_pred
     out = pd.DataFrame({"fit": fit, "lwr": fit - half, "upr": fit + half}, index=candidates.index)
     inverse = model.transform_.inverse
     out["predicted"], out["lower"], out["upper"] = inverse(fit), inverse(fit - half), inverse(fit + half)

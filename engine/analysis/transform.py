@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special
 
 from engine.analysis.lsq import QR
+from engine.analysis.tails import chi_square_sf
 from engine.errors import UserError
 
 #: car's rounded-λ candidates, in priority order: the first inside the Wald interval wins.
@@ -100,63 +100,83 @@ class BoxCoxProfile:
         self.t = self.log_y - (math.log(self.gm) if has_intercept else 0.0)
         self.scale = self.gm if has_intercept else None
 
-    def _core(self, lam: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """c = expm1(λt)/λ and its first two λ-derivatives; series where λ·t is small (the closed
-        forms cancel there)."""
+    def _core(self, lam: float, order: int = 2) -> list[np.ndarray]:
+        """c = expm1(λt)/λ and its first ``order`` (≤ 2) λ-derivatives; series where λ·t is small (the closed
+        forms cancel there), each form computed only where it is used."""
         t, u = self.t, lam * self.t
         c: np.ndarray = t if lam == 0.0 else np.expm1(u) / lam
-        d1 = t**2 * (0.5 + u / 3.0 + u**2 / 8.0 + u**3 / 30.0)
-        d2 = t**3 * (1.0 / 3.0 + u / 4.0 + u**2 / 10.0 + u**3 / 36.0 + u**4 / 168.0)
-        if lam != 0.0:
-            small = np.abs(u) < 1e-3
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                d1 = np.where(small, d1, (u * np.exp(u) - np.expm1(u)) / lam**2)
-                d2 = np.where(small, d2, ((u * u - 2.0 * u) * np.exp(u) + 2.0 * np.expm1(u)) / lam**3)
-        return c, d1, d2
+        out = [c]
+        if order == 0:
+            return out
+        small = np.ones(t.shape, dtype=bool) if lam == 0.0 else np.abs(u) < 1e-3
+        s, w = t[small], u[small]
+        v = u[~small]
+        exp_v, expm1_v = (np.exp(v), np.expm1(v)) if v.size else (v, v)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            for k in range(1, order + 1):
+                d = np.empty_like(t)
+                if k == 1:
+                    d[small] = s**2 * (0.5 + w / 3.0 + w**2 / 8.0 + w**3 / 30.0)
+                    d[~small] = (v * exp_v - expm1_v) / lam**2
+                else:
+                    d[small] = s**3 * (1.0 / 3.0 + w / 4.0 + w**2 / 10.0 + w**3 / 36.0 + w**4 / 168.0)
+                    d[~small] = ((v * v - 2.0 * v) * exp_v + 2.0 * expm1_v) / lam**3
+                out.append(d)
+        return out
+
+    def _z_derivatives(self, lam: float, order: int) -> list[np.ndarray]:
+        """z and its first ``order`` λ-derivatives (z = gm·c with an intercept, else gm^(1−λ)·c)."""
+        core = self._core(lam, order)
+        if self.scale is not None:
+            return [self.gm * d for d in core]
+        scale, log_gm = self.gm ** (1.0 - lam), math.log(self.gm)
+        out = [scale * core[0]]
+        if order >= 1:
+            out.append(scale * (core[1] - log_gm * core[0]))
+        if order >= 2:
+            out.append(scale * (core[2] - 2.0 * log_gm * core[1] + log_gm**2 * core[0]))
+        return out
 
     def z(self, lam: float) -> np.ndarray:
         """The Jacobian-scaled transform, up to an additive constant when there is an intercept."""
-        scale = self.gm if self.scale is not None else self.gm ** (1.0 - lam)
-        z: np.ndarray = scale * self._core(lam)[0]
-        return z
+        return self._z_derivatives(lam, 0)[0]
 
     def dz(self, lam: float) -> np.ndarray:
-        """d z / d λ (z = gm·c with an intercept, else gm^(1−λ)·c)."""
-        c, d1, _ = self._core(lam)
-        if self.scale is not None:
-            dz: np.ndarray = self.gm * d1
-            return dz
-        log_gm = math.log(self.gm)
-        dz = self.gm ** (1.0 - lam) * (d1 - log_gm * c)
-        return dz
+        """d z / d λ."""
+        return self._z_derivatives(lam, 1)[1]
 
     def d2z(self, lam: float) -> np.ndarray:
         """d² z / d λ²."""
-        c, d1, d2 = self._core(lam)
-        if self.scale is not None:
-            d2z: np.ndarray = self.gm * d2
-            return d2z
-        log_gm = math.log(self.gm)
-        d2z = self.gm ** (1.0 - lam) * (d2 - 2.0 * log_gm * d1 + log_gm**2 * c)
-        return d2z
+        return self._z_derivatives(lam, 2)[2]
+
+    def evaluate(self, lam: float, order: int = 2) -> tuple[float, float, float]:
+        """(loglik, score, curvature) at λ from one pass over the data; those past ``order`` are NaN. A
+        perfect fit (RSS = 0) raises ZeroDivisionError from the score, ValueError from the likelihood alone."""
+        derivatives = self._z_derivatives(lam, order)
+        r = self.qr.resid(derivatives[0])
+        rss = float(r @ r)
+        score = curvature = math.nan
+        if order >= 1:
+            dz = derivatives[1]
+            r_dz = float(r @ dz)
+            score = -self.n * r_dz / rss
+            if order >= 2:
+                projected = self.qr.resid(dz)
+                curvature = self.n * (float(projected @ projected + r @ derivatives[2]) / rss - 2.0 * r_dz**2 / rss**2)
+        return -0.5 * self.n * math.log(rss / self.n), score, curvature
 
     def curvature(self, lam: float) -> float:
         """−d² loglik / d λ² (the observed information), analytic: with r = M z and RSS = r'r,
         loglik'' = −n·[(‖M z'‖² + r'z'')/RSS − 2·(r'z')²/RSS²]."""
-        r = self.qr.resid(self.z(lam))
-        dz = self.dz(lam)
-        rss = float(r @ r)
-        projected = self.qr.resid(dz)
-        return self.n * (float(projected @ projected + r @ self.d2z(lam)) / rss - 2.0 * float(r @ dz) ** 2 / rss**2)
+        return self.evaluate(lam, 2)[2]
 
     def loglik(self, lam: float) -> float:
         """car's ``−(n/2)·log(RSS(λ)/n)``, the quantity ``powerTransform`` maximises."""
-        return -0.5 * self.n * math.log(self.qr.rss(self.z(lam)) / self.n)
+        return self.evaluate(lam, 0)[0]
 
     def score(self, lam: float) -> float:
         """d loglik / d λ = −n · r'(dz/dλ) / RSS."""
-        r = self.qr.resid(self.z(lam))
-        return -self.n * float(r @ self.dz(lam)) / float(r @ r)
+        return self.evaluate(lam, 1)[1]
 
     def curve(self, lambdas: Sequence[float] | np.ndarray) -> pd.DataFrame:
         return pd.DataFrame({"lambda": list(lambdas), "loglik": [self.loglik(float(v)) for v in lambdas]})
@@ -196,7 +216,8 @@ def round_lambda(lam: float, se: float) -> float:
 
 
 def power_transform(profile: BoxCoxProfile) -> PowerTransformResult:
-    """Maximise the profile likelihood: car's bounded start on [−3, 3], then the exact stationary point.
+    """Maximise the profile likelihood: car's bounded start on [−3, 3] (a coarse golden section, which lands
+    in the basin a fine one would), then the exact stationary point by Newton's method on the score.
 
     With one residual degree of freedom the residual is a single number that some λ makes zero: the
     likelihood has no maximum (R's optim fails inside car::powerTransform), so that is refused."""
@@ -207,21 +228,25 @@ def power_transform(profile: BoxCoxProfile) -> PowerTransformResult:
     def neg(lam: float) -> float:
         return -profile.loglik(float(lam))
 
-    start = _golden_minimum(neg, -3.0, 3.0, 1e-9)
+    start = _golden_minimum(neg, -3.0, 3.0, START_XATOL)
     lam = _stationary_point(profile, start)
-    curvature = profile.curvature(lam)
+    best, _, curvature = profile.evaluate(lam, 2)
     se = 1.0 / math.sqrt(curvature) if curvature > 0 else math.nan
-    best = profile.loglik(lam)
     tests = []
     for l0 in (0.0, 1.0):
         lrt = max(2.0 * (best - profile.loglik(l0)), 0.0)
-        tests.append((l0, lrt, float(special.chdtrc(1, lrt))))
+        tests.append((l0, lrt, chi_square_sf(lrt, 1)))
     rounded = round_lambda(lam, se) if math.isfinite(se) else lam
     return PowerTransformResult(lam, se, lam - WALD_Z * se, lam + WALD_Z * se, rounded, best, tuple(tests))
 
 
 #: The golden ratio's conjugate, (√5 − 1)/2: the share of the interval each golden-section step keeps.
 _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+#: The golden section's interval at the start of Newton's method: its midpoint is within half of it of the
+#: fine search's minimum, inside the first bracket _stationary_point tries (±1e-3).
+START_XATOL = 1e-3
+#: Widths of the brackets tried around the start, narrowest first (car's optimiser is unbounded too).
+BRACKETS = (1e-3, 1e-2, 0.1, 1.0, 4.0)
 
 
 def _golden_minimum(f: Callable[[float], float], lo: float, hi: float, xatol: float) -> float:
@@ -243,30 +268,41 @@ def _golden_minimum(f: Callable[[float], float], lo: float, hi: float, xatol: fl
     return (a + b) / 2.0
 
 
-def _root(f: Callable[[float], float], lo: float, hi: float) -> float:
-    """The root of ``f`` in [lo, hi] (``f(lo) > 0 > f(hi)``) by bisection, to 1e-14 plus 4 ulps (brentq's
-    tolerances here before): about 40 halvings of the widest bracket tried."""
-    while True:
-        mid = (lo + hi) / 2.0
-        if not lo < mid < hi or hi - lo <= 1e-14 + 4 * np.finfo(float).eps * abs(mid):
-            return mid
-        value = f(mid)
-        if value == 0:
-            return mid
-        if value > 0:
-            lo = mid
+def _newton_root(profile: BoxCoxProfile, lo: float, hi: float, lam: float) -> float:
+    """The root of the score in [lo, hi] (score(lo) > 0 > score(hi)) from ``lam`` inside, by Newton's method
+    with the analytic curvature, kept in the shrinking bracket (bisection where a step leaves it or the
+    curvature is not positive), to 1e-14 plus 4 ulps (brentq's tolerances here before)."""
+    for _ in range(MAX_STEPS):
+        _, score, curvature = profile.evaluate(lam, 2)
+        if score == 0:
+            return lam
+        if score > 0:
+            lo = lam
         else:
-            hi = mid
+            hi = lam
+        step = score / curvature if curvature > 0 else math.nan
+        new = lam + step
+        if not lo < new < hi:
+            new = (lo + hi) / 2.0
+        tolerance = 1e-14 + 4 * np.finfo(float).eps * abs(new)
+        if abs(new - lam) <= tolerance or hi - lo <= tolerance:
+            return new
+        lam = new
+    return lam
+
+
+#: Newton's steps are at most this many (bisection alone halves the widest bracket to 1e-14 in 50).
+MAX_STEPS = 100
 
 
 def _stationary_point(profile: BoxCoxProfile, start: float) -> float:
     """Root of the score near ``start``; widen the bracket (car's optimiser is unbounded too)."""
-    for width in (1e-3, 1e-2, 0.1, 1.0, 4.0):
+    for width in BRACKETS:
         lo, hi = start - width, start + width
         try:
             s_lo, s_hi = profile.score(lo), profile.score(hi)
         except (FloatingPointError, ZeroDivisionError, OverflowError):
             break
         if math.isfinite(s_lo) and math.isfinite(s_hi) and s_lo > 0 > s_hi:
-            return _root(profile.score, lo, hi)
+            return _newton_root(profile, lo, hi, start)
     raise TransformError(f"Box-Cox: no finite lambda maximises the likelihood near {start:.3g}; use --transform none or log")

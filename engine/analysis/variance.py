@@ -12,9 +12,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from engine.analysis.lsq import qr
+from engine.analysis.tails import chi_square_sf
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def score_test(resid: np.ndarray, Z: np.ndarray, studentize: bool = False) -> tu
     else:
         u = e2 / (e2.sum() / n)
         stat = 0.5 * float(np.sum((decomposition.fitted(u) - u.mean()) ** 2))
-    return stat, df, float(special.chdtrc(df, stat)) if df > 0 else float("nan")
+    return stat, df, chi_square_sf(stat, df) if df > 0 else float("nan")
 
 
 def ncv_test(resid: np.ndarray, fitted: np.ndarray) -> VarianceTest:
