@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from engine.analysis.blas import single_blas_thread
 from engine.analysis.data import AnalysisError
 from engine.analysis.fit import LinearModel
 from engine.analysis.labels import is_categorical, stars
@@ -32,6 +33,7 @@ from engine.model.parser import INTERCEPT
 COLUMNS = ["term", "Df", "Sum Sq", "Mean Sq", "F value", "Pr(>F)", "stars"]
 
 
+@single_blas_thread
 def anova(model: LinearModel, typ: int = 1) -> pd.DataFrame:
     """The ANOVA table of a fitted model, one row per term then ``Residuals``."""
     if typ not in ANOVA_TYPES:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from engine.analysis.blas import single_blas_thread
 from engine.analysis.data import AnalysisError, complete_rows
 from engine.analysis.labels import Term, column_names, model_terms, stars
 from engine.analysis.lsq import QR, qr
@@ -78,6 +79,7 @@ class LinearModel:
         self.transform = transform
         self.ncv_alpha = ncv_alpha
 
+    @single_blas_thread
     def fit(self, data: pd.DataFrame) -> LinearModel:
         _check_transform(self.transform)
         parsed = parse(self.formula, data.columns)

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from engine.analysis.anova_tables import anova
+from engine.analysis.blas import single_blas_thread
 from engine.analysis.data import AnalysisError, check_columns, mean_of_repeats
 from engine.analysis.fit import FitSummary, LinearModel, coefficient_table, fit_summary
 from engine.analysis.options import REPEATS
@@ -85,6 +86,7 @@ class Analysis:
         return "\n".join(lines)
 
 
+@single_blas_thread
 def analyze(
     data: pd.DataFrame,
     formula: str,

@@ -9,15 +9,14 @@ and the criteria are AlgDesign's (:mod:`engine.design.criteria`).
 
 from __future__ import annotations
 
-import functools
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, ParamSpec, TypeAlias, TypeVar
+from collections.abc import Sequence
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
-from threadpoolctl import ThreadpoolController
 
+from engine.analysis.blas import single_blas_thread
 from engine.design.criteria import Criteria, criteria
 from engine.design.fedorov import CRITERIA, fedorov
 from engine.design.model import candidate_model, estimable_columns, whiten
@@ -29,11 +28,6 @@ from engine.space.factors import Space
 #: Candidate rows drawn from a space whose valid configurations are more numerous than this.
 MAX_CANDIDATES = 100_000
 
-# The exchange works on small matrices: one BLAS thread is faster, immune to a busy machine, and
-# gives the same floating-point results (hence the same design) on any number of cores.
-_BLAS = ThreadpoolController()
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
 
 Rows: TypeAlias = Sequence[int] | np.ndarray | pd.DataFrame | None
 
@@ -68,18 +62,7 @@ def _locate(candidates: pd.DataFrame, rows: Rows, what: str) -> tuple[np.ndarray
     return np.unique(merged.loc[found, "index"].to_numpy(dtype=np.int64)), rows.loc[~found, keys]
 
 
-def _single_blas_thread(func: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Run ``func`` with one BLAS thread (see ``_BLAS``)."""
-
-    @functools.wraps(func)
-    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with _BLAS.limit(limits=1, user_api="blas"):
-            return func(*args, **kwargs)
-
-    return wrapper
-
-
-@_single_blas_thread
+@single_blas_thread
 def optimal_design(
     candidates: pd.DataFrame | Space,
     formula: str,
@@ -159,7 +142,7 @@ def optimal_design(
     )
 
 
-@_single_blas_thread
+@single_blas_thread
 def optimal_rows(
     X: np.ndarray,
     trials: int,
@@ -191,7 +174,7 @@ def optimal_rows(
     return np.concatenate([forced_idx, found.rows])
 
 
-@_single_blas_thread
+@single_blas_thread
 def evaluate(formula: str, design: pd.DataFrame, candidates: pd.DataFrame) -> Criteria:
     """AlgDesign's ``eval.design(formula, design, X = candidates)``: the criteria of a given design.
 
