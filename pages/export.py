@@ -8,7 +8,7 @@ from app.components import guard, show_flash, study_notes_editor, study_picker
 from app.escape import code_md, escape_md
 from app.state import get_store
 from engine.io.best import FORMATS, best_filename, export_best
-from engine.io.export import safe_filename
+from engine.io.files import safe_filename
 from workflows import StudySession
 
 FORMAT_LABELS = {"json": "JSON", "yaml": "YAML", "csv": "CSV", "header": "C header (#define per factor)",

@@ -373,6 +373,10 @@ class Store:
         )
         return self._expand(study.spec, rows)
 
+    def table_values(self, name: str) -> list[Row]:
+        """(configuration key, value, status) of every row of a table study's table, in :meth:`study_table`'s order."""
+        return self._values("table_rows", "rowid", name)
+
     def _expand(self, spec: StudySpec, rows: pd.DataFrame) -> pd.DataFrame:
         import pandas as pd
 
@@ -432,6 +436,15 @@ class Store:
             params,
         )
         return self._expand(study.spec, rows)
+
+    def measured_values(self, name: str) -> list[Row]:
+        """(configuration key, value, status) of every stored repeat in the order measured: what the best measured
+        configuration is found from, read without the frame of :meth:`measurements` (and pandas)."""
+        return self._values("measurements", "id", name)
+
+    def _values(self, table: str, order: str, name: str) -> list[Row]:
+        study = self.get_study(name)
+        return self._all(f"SELECT config_key, value, status FROM {table} WHERE study_id = ? ORDER BY {order}", [study.id])
 
     def measured_keys(self, study: StoredStudy) -> set[str]:
         rows = self._all("SELECT DISTINCT config_key FROM measurements WHERE study_id = ?", [study.id])

@@ -8,6 +8,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 #: What the help path must never import (top-level package names).
 HEAVY = ("pandas", "numpy", "scipy", "statsmodels", "torch", "streamlit", "duckdb", "numba", "plotly", "sklearn",
          "lightgbm", "formulaic", "yaml", "torch_geometric")
@@ -65,21 +67,63 @@ with Store(sys.argv[1]) as store:
     seed_demo_studies(store)
 """
 
-LIST_PROBE = """
+#: Runs ``tunelab ARGS`` in process, then prints what it imported of the packages a light command must not pay for.
+COMMAND_PROBE = """
 import sys
 from app.cli import main
 try:
-    main(["--db", sys.argv[1], "study", "list"])
+    main(sys.argv[1:])
 except SystemExit:
     pass
-print("imported:" + ",".join(sorted({m.split(".")[0] for m in sys.modules} & {"pandas", "pyarrow", "scipy"})))
+print("imported:" + ",".join(sorted({m.split(".")[0] for m in sys.modules} & {"numpy", "pandas", "pyarrow", "scipy"})))
 """
 
 
-def test_listing_studies_imports_no_pandas(tmp_path):
-    """A light command starts without pandas (0.5-0.7 s of CPU alone): the store lists studies from plain rows."""
-    db = str(tmp_path / "t.duckdb")
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    db = str(tmp_path_factory.mktemp("demo") / "t.duckdb")
     subprocess.run([sys.executable, "-c", SEED, db], check=True, timeout=300)
-    done = subprocess.run([sys.executable, "-c", LIST_PROBE, db], capture_output=True, text=True, timeout=300)
+    return db
+
+
+def imported_by(*args: str) -> tuple[str, set[str]]:
+    """What ``tunelab ARGS`` printed, and which of numpy, pandas, pyarrow and scipy it imported."""
+    done = subprocess.run([sys.executable, "-c", COMMAND_PROBE, *args], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "Paper toy problem" in done.stdout and done.stdout.strip().endswith("imported:"), done.stdout
+    output, _, names = done.stdout.rpartition("imported:")
+    return output, set(filter(None, names.strip().split(",")))
+
+
+def test_listing_studies_imports_neither_pandas_nor_numpy(demo_db):
+    """A light command starts without pandas (0.5-0.7 s of CPU alone) and numpy (0.1-0.3 s): the store lists studies
+    from plain rows, and reading a stored space builds no array."""
+    output, imported = imported_by("--db", demo_db, "study", "list")
+    assert "Paper toy problem" in output and imported == set(), (output, imported)
+
+
+def test_exporting_a_measured_best_imports_neither_pandas_nor_numpy_nor_scipy(demo_db, tmp_path):
+    """The best of plain rows from the store, written as text: no frame, and no t-interval (scipy) for a configuration
+    measured once."""
+    header = tmp_path / "best.h"
+    output, imported = imported_by("--db", demo_db, "export", "best", "--study", "Paper toy problem", "--format",
+                                   "header", "--out", str(header))
+    assert "best of 'Paper toy problem'" in output and imported == set(), (output, imported)
+    assert "#define x1 " in header.read_text()
+
+
+SPACE_PROBE = """
+import sys
+from engine.space.factors import Space
+space = Space.from_dict({"factors": [{"name": "a", "levels": [1, 2, 4]}, {"name": "b", "levels": [-1.5, 0.5]},
+                                     {"name": "c", "levels": [True, False]}],
+                         "constraints": ["a <= 2 * b + 4 and b >= -1 or c == True", "min(a, 3) ** 2 < 10"]})
+print(space.size, "numpy" in sys.modules)
+"""
+
+
+def test_reading_a_space_and_checking_its_constraints_imports_no_numpy():
+    """Constraints are checked when a space is read; only a constant part beyond a literal (``2**10``) is evaluated
+    then, and that alone would import numpy."""
+    done = subprocess.run([sys.executable, "-c", SPACE_PROBE], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["12", "False"]

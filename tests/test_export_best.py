@@ -14,7 +14,7 @@ import yaml
 
 from engine.errors import UserError
 from engine.io.best import FORMATS, BestConfig, best_filename, best_measured, best_predicted, export_best
-from engine.io.export import write_export
+from engine.io.files import write_export
 from engine.io.report_html import progress_data, study_report
 from engine.space.factors import Factor, Space
 from engine.study import StudySpec

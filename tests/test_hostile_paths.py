@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from engine.errors import UserError
-from engine.io.export import export_target, write_export
+from engine.io.files import export_target, write_export
 from engine.io.paths import REPO_ROOT
 from engine.space.factors import Factor, Space
 from engine.study import StudySpec
@@ -106,7 +106,7 @@ def test_replacing_an_existing_file_is_said(stored, tmp_path):
 
 WRITER = """
 import sys
-from engine.io.export import write_export
+from engine.io.files import write_export
 print("writing", flush=True)
 write_export(b"n" * 400_000_000, sys.argv[1], "data.bin")
 print("written", flush=True)

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from engine.errors import UserError
-from engine.io.export import parse_study_json, safe_filename, study_to_csv, study_to_json, write_export
+from engine.io.export import parse_study_json, study_to_csv, study_to_json
+from engine.io.files import safe_filename, write_export
 from engine.io.spec import parse_spec
 from engine.io.table_import import import_table
 

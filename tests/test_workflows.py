@@ -43,6 +43,37 @@ def test_measure_stores_every_result_once_and_a_second_call_measures_nothing(db_
             session.measure(99, executor="inline")
 
 
+def test_the_measured_best_of_plain_rows_is_the_best_of_the_measurements_frame(db_path):
+    """StudySession.best reads (key, value, status) rows from the store, without pandas: it finds what
+    best_measured finds in the frame (a floating factor's level 1 read as the frame holds it, 1.0), and for a table
+    study never replayed, in its table."""
+    import pandas as pd
+
+    from engine.io.best import best_measured
+
+    space = Space([Factor("t", "ordinal", (8, 16)), Factor("alpha", "ordinal", (1, 2.5)),
+                   Factor("opt", "categorical", ("O2", "O3"))])
+    rows = [((8, 1, "O2"), 3.0, "ok"), ((16, 1, "O3"), 1.0, "ok"), ((16, 1, "O3"), 1.2, "ok"),
+            ((8, 2.5, "O3"), 0.5, "failed"), ((16, 2.5, "O2"), 1.5, "ok"), ((8, 2.5, "O2"), None, "ok")]
+    table = pd.DataFrame([{**dict(zip(space.names, config)), "value": value, "status": status}
+                          for config, value, status in rows])
+    with Store(db_path) as store:
+        measured = store.create_study(StudySpec("measured", space, objective="time", runner={"kind": "synthetic"}))
+        for config, value, status in rows:
+            store.record_measurement(measured, dict(zip(space.names, config)), value, status)
+        store.create_study(StudySpec("table", space, objective="time"), table)
+        bests = {}
+        for name in ("measured", "table"):  # a table holds one row per configuration: its first
+            session = StudySession(store, name)
+            bests[name], expected = session.best("measured"), best_measured(session.spec, session.results())
+            assert {**bests[name].to_dict(), "created_at": ""} == {**expected.to_dict(), "created_at": ""}
+            assert bests[name].config == {"t": 16, "alpha": 1.0, "opt": "O3"}
+            assert isinstance(bests[name].config["alpha"], float)
+    assert bests["measured"].repeats == 2 and bests["measured"].value == pytest.approx(1.1)
+    assert bests["measured"].lower < 1.1 < bests["measured"].upper
+    assert bests["table"].repeats == 1 and bests["table"].value == 1.0
+
+
 def _accept_a_decision(store: Store) -> StudySession:
     """The Analyze page's accept, done through the session: fit the screening, settle the proposal."""
     session = StudySession(store, TOY_STUDY)

@@ -4,6 +4,9 @@ The session owns the wiring that used to be repeated by each interface: a table 
 feeding its runner, runner → executor → campaign → store recorder, the tuning loop with its
 decisions log, the predicted best from the latest model, and exports logged in the store. Pages
 and CLI commands call one method per action, so both do the same thing for the same action.
+
+Importing the session imports the store and nothing numeric: each method imports what it runs, so a light
+command (``tunelab export best`` of a measured best) starts without pandas (0.5-0.7 s of CPU).
 """
 
 from __future__ import annotations
@@ -14,39 +17,27 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from engine.analysis.study_data import (
-    NextStep,
-    analysis_frame,
-    applied_rows,
-    candidate_set,
-    candidates_sampled,
-    last_applied,
-    next_step,
-    readable_log,
-    restrict,
-)
 from engine.errors import UserError, brief
-from engine.execution import Campaign, Progress, review, stored_repeats
-from engine.execution.tuning import TuningResult, candidates_for, tune
-from engine.io.best import BestConfig, best_filename, best_measured, best_predicted, export_best
-from engine.io.export import export_target, safe_filename, study_to_csv, study_to_json, write_export
-from engine.io.ktcache import import_kt_cache
-from engine.io.spec import parse_spec
-from engine.io.table_import import ImportedTable, Source, import_table, source_name
-from engine.runners.base import MeasureResult, Runner
+from engine.io.best import BestConfig, best_filename, best_of, best_predicted, export_best
+from engine.io.files import export_target, safe_filename, write_export
+from engine.space.configs import config_from_key
 from engine.study import StudySpec
 from storage import Store, StoredStudy, database_files
-from workflows.recording import Echo, store_recorder
-from workflows.reporting import best_or_none, model_tables, report_html, results_frame
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from engine.analysis.decision import Decision
     from engine.analysis.fit import LinearModel
     from engine.analysis.optimum import Optimum
+    from engine.analysis.study_data import NextStep
     from engine.analysis.summary import Analysis
+    from engine.execution import Campaign, Progress
+    from engine.execution.tuning import TuningResult
+    from engine.io.table_import import ImportedTable, Source
+    from engine.runners.base import MeasureResult, Runner
     from engine.space.factors import Space
+    from workflows.recording import Echo
 
 BEST_SOURCES = ("measured", "predicted")
 STUDY_FORMATS = ("json", "csv")
@@ -124,10 +115,14 @@ class StudySession:
 
     def candidates(self, fixed: Mapping[str, Any] | None = None, seed: int = 0) -> pd.DataFrame:
         """Where a model looks for the best configuration, with ``fixed`` factors held."""
+        from engine.analysis.study_data import candidate_set
+
         return candidate_set(self.spec, self.table(), seed=seed, fixed=dict(fixed or {}))
 
     def candidates_sampled(self, fixed: Mapping[str, Any] | None = None) -> bool:
         """Whether :meth:`candidates` is a uniform sample of a space too large to list, not all of it."""
+        from engine.analysis.study_data import candidates_sampled
+
         return candidates_sampled(self.spec, self.table(), dict(fixed or {}))
 
     def valid_space(self) -> Space | pd.DataFrame:
@@ -178,6 +173,7 @@ class StudySession:
         ``transform`` (default: Box-Cox rounded for a positive objective), and :meth:`propose` on it."""
         from engine.analysis import analyze
         from engine.analysis.options import default_transform
+        from engine.analysis.study_data import restrict
 
         state = self.next_step()
         data = restrict(self.analysis_data(), state.fixed)
@@ -193,10 +189,19 @@ class StudySession:
 
     def results(self) -> pd.DataFrame:
         """Stored measurements, or the imported table of a table study that was never replayed."""
+        from workflows.reporting import results_frame
+
         return results_frame(self.store, self.study)
+
+    def _result_values(self) -> list[tuple[str, Any, str]]:
+        """(configuration key, value, status) of each row of :meth:`results`, read as plain rows: no frame, no pandas."""
+        rows = self.store.measured_values(self.name)
+        return self.store.table_values(self.name) if self.is_table and not rows else rows
 
     def analysis_data(self, design_id: int | None = None) -> pd.DataFrame:
         """Successful measurements (of one design, or all) as a fitting frame."""
+        from engine.analysis.study_data import analysis_frame
+
         measurements = self.store.measurements(self.name)
         if design_id is not None:
             measurements = measurements[measurements["design_id"] == design_id]
@@ -204,6 +209,8 @@ class StudySession:
 
     def next_step(self) -> NextStep:
         """Where the decisions log leaves the study: factors fixed so far, the model handed on, the step."""
+        from engine.analysis.study_data import next_step
+
         return next_step(self.store.decisions(self.name))
 
     # -- measuring a design ------------------------------------------------------------------------
@@ -227,7 +234,8 @@ class StudySession:
         """Measure a design's configurations, committing each result as it arrives; what is already
         stored is not measured again (repeats continue their numbering). ``on_start(campaign)`` gets
         the campaign before it runs (to cancel it from another thread)."""
-        from engine.execution import executor_from_name
+        from engine.execution import Campaign, executor_from_name, stored_repeats
+        from workflows.recording import store_recorder
 
         design_id = self.pick_design(design_id)
         space = self.spec.space
@@ -249,7 +257,10 @@ class StudySession:
         every measurement and decision is stored as it comes. Run again to resume: what is stored
         answers the replay without measuring twice, a configuration stored with only some of its
         repeats gets the rest, and the decisions taken since apply in order."""
+        from engine.execution import Campaign, review
+        from engine.execution.tuning import candidates_for, tune
         from engine.strategies import Domain, make_strategy, options_of
+        from workflows.recording import store_recorder
 
         options = dict(options or {})
         known = options_of(strategy)
@@ -290,6 +301,8 @@ class StudySession:
     def withdraw_last_decision(self) -> int:
         """Withdraw the latest decision taken on the Analyze page (or ``tunelab decide``'s analysis
         decisions): it stays in the log, marked, and the study goes back to the step before it."""
+        from engine.analysis.study_data import last_applied
+
         decision = last_applied(self.store.decisions(self.name), kind="fix-factors")
         if decision is None:
             raise UserError(f"study '{self.name}': no applied decision to withdraw")
@@ -298,15 +311,21 @@ class StudySession:
 
     def decisions_log(self) -> pd.DataFrame:
         """Every decision of the study as a person reads it (fix, next model, note, reasons)."""
+        from engine.analysis.study_data import readable_log
+
         return readable_log(self.store.decisions(self.name))
 
     def pending_decision(self) -> dict[str, Any] | None:
         """The proposal a paused tuning run waits for: ``{"run", "step", "decision", "id"}``, or None."""
+        from engine.execution import review
+
         return review.pending(self.store.decisions(self.name))
 
     def answer(self, action: str, actor: str, *, fix: Mapping[str, Any] | None = None, formula: str | None = None,
                note: str | None = None) -> tuple[int, Decision]:
         """Accept, edit or reject what a paused tuning run waits for; returns (step, the decision taken)."""
+        from engine.execution import review
+
         waiting = self.pending_decision()
         if waiting is None:
             raise UserError(f"study '{self.name}': no tuning run waits for a decision")
@@ -342,7 +361,7 @@ class StudySession:
     def best(self, source: str = "measured") -> BestConfig:
         """The best measured configuration, or the one the latest stored model predicts (:meth:`predicted_best`)."""
         if source == "measured":
-            return best_measured(self.spec, self.results())
+            return best_of(self.spec, self._result_values(), lambda key: config_from_key(self.spec.space, key))
         if source != "predicted":
             raise UserError(f"best source {brief(source)}: expected one of {', '.join(BEST_SOURCES)}")
         return self.predicted_best()
@@ -353,7 +372,10 @@ class StudySession:
         fixed so far held (:meth:`optimum`, also started from the point its decision was proposed at, so an
         accepted proposal exports the point and value Analyze showed), its 95% prediction interval, and what to
         compare it with: the best measured value, and in a table study the table's value there and its optimum."""
+        import pandas as pd
+
         from engine.analysis import LinearModel, predict
+        from engine.analysis.study_data import restrict
 
         models = self.store.models(self.name)
         if models.empty:
@@ -381,6 +403,10 @@ class StudySession:
         """The design and fixed factors whose measurements a stored model was fitted on, and the transform it
         applied (a model stored before they were recorded: all measurements, the factors fixed before its step,
         the transform its label names; its ``box_cox_lambda`` is the estimate, not always the λ applied)."""
+        import pandas as pd
+
+        from engine.analysis.study_data import next_step
+
         summary = json.loads(model_row["summary"]) if isinstance(model_row.get("summary"), str) else {}
         fitted_on = summary.get("fitted_on") if isinstance(summary, dict) else None
         if isinstance(fitted_on, dict):
@@ -396,6 +422,8 @@ class StudySession:
 
     def _proposed_point(self) -> dict[str, Any] | None:
         """The predicted best the latest applied decision was proposed at (its evidence), if it recorded one."""
+        from engine.analysis.study_data import applied_rows
+
         decisions = self.store.decisions(self.name)
         applied = decisions[applied_rows(decisions)] if len(decisions) else decisions
         if not len(applied):
@@ -415,6 +443,8 @@ class StudySession:
 
     def measured_best_or_none(self) -> BestConfig | None:
         """The best measured configuration, or None while nothing was measured successfully."""
+        from workflows.reporting import best_or_none
+
         return best_or_none(self.study, self.results())
 
     def latest_model(self) -> dict[str, Any] | None:
@@ -425,6 +455,8 @@ class StudySession:
     def report_html(self) -> str:
         """The self-contained HTML report: space, the best measured and predicted configurations, designs, ANOVA
         tables, decisions, figures."""
+        from workflows.reporting import report_html
+
         predicted = None
         if not self.store.models(self.name).empty:
             try:
@@ -434,10 +466,14 @@ class StudySession:
         return report_html(self.store, self.name, predicted)
 
     def model_tables(self) -> dict[str, pd.DataFrame]:
+        from workflows.reporting import model_tables
+
         return model_tables(self.store, self.name)
 
     def study_text(self, fmt: str) -> str:
         """The study's spec and measurements as JSON or CSV."""
+        from engine.io.export import study_to_csv, study_to_json
+
         if fmt not in STUDY_FORMATS:
             raise UserError(f"study format {brief(fmt)}: expected one of {', '.join(STUDY_FORMATS)}")
         results = self.results()
@@ -479,6 +515,9 @@ def import_measured(store: Store, source: Source, kind: str, *, name: str | None
     (``"kt-cache"``) as a new table study, for the Studies page and ``tunelab import`` alike. ``source`` is a path
     or a named file object: an upload is read from memory, not copied to a temporary file whose path a refusal
     would name instead of the user's file (or that a name too long for this file system would fail to create)."""
+    from engine.io.ktcache import import_kt_cache
+    from engine.io.table_import import import_table
+
     if kind == "table":
         imported = import_table(source, objective=objective, direction=direction, name=name)
     elif kind == "kt-cache":
@@ -492,6 +531,9 @@ def import_measured(store: Store, source: Source, kind: str, *, name: str | None
 def create_from_spec(store: Store, text: str, fmt: str, *, name: str = "", filename: str = "") -> StoredStudy:
     """A new study from spec text in ``fmt`` (a template edited on the Studies page, an uploaded file), renamed
     ``name`` when one is given. A refusal names the uploaded file, as ``tunelab study create --spec`` names its."""
+    from engine.io.spec import parse_spec
+    from engine.io.table_import import source_name
+
     try:
         spec = parse_spec(text, fmt, satisfiable=True)
     except UserError as exc:

@@ -53,7 +53,7 @@ def open_store(args: argparse.Namespace) -> Iterator[Store]:
 def write_output(args: argparse.Namespace, data: str | bytes, folder: str | Path, name: str) -> Path:
     """Write an output file (atomically, never onto the database, a device or through a symlink),
     saying on stderr when it replaced an existing file."""
-    from engine.io.export import export_target, write_export
+    from engine.io.files import export_target, write_export
     from storage import database_files
 
     keep = database_files(args.db)

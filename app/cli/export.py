@@ -93,7 +93,7 @@ def _best(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from engine.io.export import safe_filename
+    from engine.io.files import safe_filename
     from workflows import StudySession
 
     with open_store(args) as store:

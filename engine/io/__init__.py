@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 from engine.lazy import lazy_exports
 
 _EXPORTS = {
-    "export": ("StudyDocument", "parse_study_json", "safe_filename", "study_to_csv", "study_to_json", "write_export"),
+    "export": ("StudyDocument", "parse_study_json", "study_to_csv", "study_to_json"),
+    "files": ("safe_filename", "write_export"),
     "ktcache": ("import_kt_cache",),
     "spec": ("TEMPLATES", "dump_spec", "load_spec", "parse_spec"),
     "table_import": ("ImportedTable", "import_table"),
@@ -20,10 +21,10 @@ _EXPORTS = {
 if TYPE_CHECKING:  # what mypy sees of the lazy names (_EXPORTS is what runs); keep the two in step
     from engine.io.export import StudyDocument as StudyDocument
     from engine.io.export import parse_study_json as parse_study_json
-    from engine.io.export import safe_filename as safe_filename
     from engine.io.export import study_to_csv as study_to_csv
     from engine.io.export import study_to_json as study_to_json
-    from engine.io.export import write_export as write_export
+    from engine.io.files import safe_filename as safe_filename
+    from engine.io.files import write_export as write_export
     from engine.io.ktcache import import_kt_cache as import_kt_cache
     from engine.io.spec import TEMPLATES as TEMPLATES
     from engine.io.spec import dump_spec as dump_spec

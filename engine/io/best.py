@@ -25,22 +25,26 @@ import math
 import re
 import shlex
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine.errors import UserError, brief
-from engine.io.export import csv_quoting, safe_filename, spreadsheet_value
+from engine.io.files import safe_filename
 from engine.io.jsonable import plain
+from engine.io.spreadsheet import csv_quoting, spreadsheet_value
 from engine.study import StudySpec
+
+if TYPE_CHECKING:  # a frame of measurements is one way in; the plain rows of best_of need no pandas
+    import pandas as pd
 
 FORMAT = "tunelab-best"
 VERSION = 1
 SOURCES = ("measured", "predicted")
+
+#: What identifies a configuration among measurements: a tuple of its levels, its key in the store.
+Key = TypeVar("Key", bound=Hashable)
 
 
 @dataclass(frozen=True)
@@ -119,30 +123,55 @@ class BestConfig:
 
 
 def best_measured(spec: StudySpec, measurements: pd.DataFrame, level: float = 0.95) -> BestConfig:
-    """The configuration with the best mean over its ok repeats (ties: the first measured)."""
+    """:func:`best_of` a frame of measurements: factor columns, ``value`` and (else all are ok) ``status``."""
     names = spec.space.names
     missing = [n for n in (*names, "value") if n not in measurements.columns]
     if missing:
         raise UserError(f"best configuration: measurements lack column '{missing[0]}'")
-    ok = measurements
-    if "status" in ok:
-        ok = ok[ok["status"] == "ok"]
-    ok = ok[np.isfinite(pd.to_numeric(ok["value"], errors="coerce").to_numpy(dtype=float))]
-    if ok.empty:
-        raise UserError(f"study '{spec.name}': no successful measurement yet, so no best configuration")
-    groups = ok.groupby(names, sort=False, dropna=False)["value"]
-    means = groups.mean()
-    best_index = means.idxmin() if spec.direction == "minimize" else means.idxmax()
-    values = groups.get_group(best_index).to_numpy(dtype=float)
-    config = dict(zip(names, best_index if isinstance(best_index, tuple) else (best_index,)))
-    lower = upper = None
-    if len(values) >= 2:
-        from scipy.special import stdtrit  # Student t quantile, without importing all of scipy.stats
+    status = measurements["status"] if "status" in measurements else ["ok"] * len(measurements)
+    rows = zip(zip(*(measurements[n] for n in names)), measurements["value"], status)
+    return best_of(spec, rows, lambda config: dict(zip(names, config)), level)
 
-        half = stdtrit(len(values) - 1, 0.5 + level / 2) * values.std(ddof=1) / math.sqrt(len(values))
-        lower, upper = float(values.mean() - half), float(values.mean() + half)
-    return BestConfig(spec.name, spec.objective, spec.direction, config, float(values.mean()), "measured",
-                      lower, upper, level, len(values), tuple(float(v) for v in values))
+
+def best_of(spec: StudySpec, measurements: Iterable[tuple[Key, Any, str]], config: Callable[[Key], Mapping[str, Any]],
+            level: float = 0.95) -> BestConfig:
+    """The configuration with the best mean over its ok repeats (ties: the first measured), from plain
+    ``(configuration, value, status)`` rows; ``config`` turns the winner's identity into its factors' levels. A value
+    that is no finite number (NaN, missing) counts as no measurement."""
+    repeats: dict[Key, list[float]] = {}
+    for key, value, status in measurements:
+        number = _number(value)
+        if status == "ok" and number is not None:
+            repeats.setdefault(key, []).append(number)
+    if not repeats:
+        raise UserError(f"study '{spec.name}': no successful measurement yet, so no best configuration")
+    pick = min if spec.direction == "minimize" else max
+    best = pick(repeats, key=lambda key: math.fsum(repeats[key]) / len(repeats[key]))
+    values = repeats[best]
+    mean, lower, upper = (values[0], None, None) if len(values) == 1 else _t_interval(values, level)
+    return BestConfig(spec.name, spec.objective, spec.direction, dict(config(best)), mean, "measured", lower, upper,
+                      level, len(values), tuple(values))
+
+
+def _number(value: Any) -> float | None:
+    """``value`` as a finite float, or None (what ``pd.to_numeric(errors="coerce")`` then a finite test keep)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _t_interval(values: Sequence[float], level: float) -> tuple[float, float, float]:
+    """The mean of two or more ``values`` and its Student t interval. numpy is imported here alone: a
+    configuration measured once has no interval, and exporting it starts without it."""
+    import numpy as np
+
+    from engine.analysis.quantiles import t_quantile
+
+    array = np.array(values, dtype=float)
+    half = t_quantile(0.5 + level / 2, len(array) - 1) * array.std(ddof=1) / math.sqrt(len(array))
+    return float(array.mean()), float(array.mean() - half), float(array.mean() + half)
 
 
 def best_predicted(spec: StudySpec, config: Mapping[str, Any], predicted: float, lower: float | None = None,
@@ -198,7 +227,7 @@ def to_yaml(best: BestConfig) -> str:
 
 def to_csv(best: BestConfig) -> str:
     """One header line and one row: the factors, then the objective and what is known about it; text a spreadsheet
-    would run as a formula is quoted (:func:`engine.io.export.spreadsheet_value`)."""
+    would run as a formula is quoted (:func:`engine.io.spreadsheet.spreadsheet_value`)."""
     row = {**best.config, best.objective: best.value, "source": best.source, "lower": best.lower,
            "upper": best.upper, "level": best.level, "repeats": best.repeats}
     if len(row) != len(best.config) + 6:

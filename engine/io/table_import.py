@@ -13,8 +13,9 @@ so importing it means guessing the search space from the columns themselves:
   measurement was taken (``repeat``, ``host``, ``started_at`` ...: :data:`engine.study.PROVENANCE_COLUMNS`) are
   dropped and reported, so a CSV written by :func:`engine.io.export.study_to_csv` imports back unchanged; a factor
   named like another column of Tunelab's tables (``value``, ``n_repeats``) is refused;
-* a cell that a CSV export wrote with a ``'`` in front (:func:`spreadsheet_quoted`: text a spreadsheet would run
-  as a formula) has it taken off and keeps its blanks; every other cell is stripped of leading and trailing blanks.
+* a cell that a CSV export wrote with a ``'`` in front (:func:`engine.io.spreadsheet.spreadsheet_quoted`: text a
+  spreadsheet would run as a formula) has it taken off and keeps its blanks; every other cell is stripped of leading
+  and trailing blanks.
 
 Everything is column-wise pandas: 23,120 Laplacian rows import in well under a second.
 
@@ -40,6 +41,7 @@ import pandas as pd
 
 from engine.errors import UserError, brief
 from engine.io.jsonable import plain
+from engine.io.spreadsheet import spreadsheet_quoted, unquote_cell
 from engine.runners.status import STATUSES
 from engine.space.factors import Factor, Space, first_duplicate
 from engine.study import PROVENANCE_COLUMNS, StudySpec, check_column_names
@@ -53,10 +55,6 @@ MAX_IMPORT_BYTES = 64 * 2**20
 MAX_DEPTH = 32
 GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 2**20
-#: What a spreadsheet reads as the start of a formula (OWASP; a leading tab or CR is a blank, quoted as such).
-_FORMULA_START = frozenset("=+-@")
-#: A number a spreadsheet reads as one, sign included: ``-3``, ``+.5``, ``-1e-05``.
-_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 #: Unicode categories that break a line or are invisible controls.
 _CONTROL = frozenset({"Cc", "Zl", "Zp"})
 
@@ -197,22 +195,6 @@ def load_json(text: str, what: str) -> Any:
         raise UserError(f"{what}: a number is too long to read ({' '.join(str(exc).split())[:80]}…)") from None
     check_depth(data, what)
     return data
-
-
-def spreadsheet_quoted(text: str) -> bool:
-    """Whether a CSV export writes ``text`` with a ``'`` in front, so that a spreadsheet shows it as text instead
-    of running it (OWASP's rule for CSV injection): text that starts with ``=``, ``+``, ``-`` or ``@`` and is not a
-    plain number (``-3`` and ``-1e-05`` stay numbers), text with a blank (a space, tab, CR, any Unicode blank)
-    first or last, since spreadsheets skip leading blanks and this importer strips them, and text whose leading
-    ``'`` marks are followed by such text. The last rule makes the quote exact both ways: the importer takes a ``'``
-    off only where the export would have put one (``'=1`` reads as ``=1``, ``'plain`` stays ``'plain``)."""
-    rest = text.lstrip("'")
-    return rest != rest.strip() or (rest[:1] in _FORMULA_START and not _PLAIN_NUMBER.fullmatch(rest))
-
-
-def unquote_cell(cell: str) -> str:
-    """``cell`` as read from a CSV export: the ``'`` that :func:`spreadsheet_quoted` text was written with taken off."""
-    return cell[1:] if cell[:1] == "'" and spreadsheet_quoted(cell[1:]) else cell
 
 
 def unquote_frame(frame: pd.DataFrame) -> pd.DataFrame:

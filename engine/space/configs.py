@@ -35,7 +35,9 @@ def config_key(space: Space, config: Mapping[str, Any]) -> str:
 
 
 def config_from_key(space: Space, key: str) -> dict[str, Any]:
-    return dict(zip(space.names, json.loads(key)))
+    """The configuration ``key`` names, its values as :func:`frame_from_keys` holds them (``1.0`` for a floating
+    factor's ``1``), from the key alone: no frame, no pandas."""
+    return {f.name: float(v) if f.floating else v for f, v in zip(space.factors, json.loads(key))}
 
 
 def frame_from_keys(space: Space, keys: list[str]) -> pd.DataFrame:

@@ -6,25 +6,27 @@ models are fitted on, as in R), level indices 0..L-1 (what neighbourhoods and La
 over) and coded values in [-1, 1] (what screening designs use).
 
 Constraints are checked expressions (:mod:`engine.space.expr`) evaluated over whole columns at once, so
-enumerating two million configurations is a handful of numpy passes, not a Python loop per row.
+enumerating two million configurations is a handful of numpy passes, not a Python loop per row. numpy is
+imported by the methods that build arrays, not by defining a space: reading a stored one to list it is pure Python.
 """
 
 from __future__ import annotations
 
 import keyword
 import math
+import numbers
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from engine.errors import UserError, brief
+from engine.io.jsonable import numpy_types, plain
 from engine.space.expr import CONSTRAINT_FUNCTIONS, FORMULA_FUNCTIONS, Expression, ExpressionError
 
-if TYPE_CHECKING:  # pandas at run time only where a frame is built: reading a stored spec needs none
+if TYPE_CHECKING:  # numpy and pandas at run time only where arrays and frames are built (see the docstring)
+    import numpy as np
     import pandas as pd
 
 KINDS = ("ordinal", "integer", "categorical", "boolean")
@@ -41,7 +43,6 @@ RESERVED_NAMES = frozenset(keyword.kwlist) | frozenset(CONSTRAINT_FUNCTIONS) | {
 }
 #: Integer levels are stored as int64.
 _INT64 = 2**63
-_LEVEL_TYPES = (str, bool, int, float, np.generic)
 _INT_TEXT = re.compile(r"\s*[+-]?\d+\s*")
 _TRUE_WORDS = {"true", "yes", "on", "1"}
 _FALSE_WORDS = {"false", "no", "off", "0"}
@@ -75,9 +76,9 @@ def _in_int64(value: int | float, name: str) -> int:
 
 
 def _as_bool(value: Any, name: str) -> bool:
-    if isinstance(value, (bool, np.bool_)):
+    if isinstance(value, (bool, *numpy_types("bool_"))):
         return bool(value)
-    if isinstance(value, (int, np.integer)) and value in (0, 1):
+    if isinstance(value, numbers.Integral) and value in (0, 1):  # numpy's integers too
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in _TRUE_WORDS | _FALSE_WORDS:
         return value.strip().lower() in _TRUE_WORDS
@@ -85,9 +86,9 @@ def _as_bool(value: Any, name: str) -> bool:
 
 
 def _as_number(value: Any, name: str) -> float | int:
-    if isinstance(value, (bool, np.bool_)):
+    if isinstance(value, (bool, *numpy_types("bool_"))):
         raise UserError(f"factor '{name}': level {brief(value)} is not numeric")
-    if isinstance(value, (int, np.integer)):
+    if isinstance(value, numbers.Integral):
         return _in_int64(int(value), name)
     if isinstance(value, str) and _INT_TEXT.fullmatch(value):  # exactly, not via a float that rounds 2**53 + 1
         if len(value.strip().lstrip("+-").lstrip("0")) > 19:  # before int() meets 5,000 digits
@@ -130,7 +131,8 @@ class Factor:
         if not levels:
             raise UserError(f"factor '{self.name}': empty level list")
         check_level_count(self.name, len(levels), f"the list of {len(levels):,} levels")
-        odd = next((v for v in levels if not isinstance(v, _LEVEL_TYPES)), None)
+        level_types = (str, bool, int, float, *numpy_types("generic"))
+        odd = next((v for v in levels if not isinstance(v, level_types)), None)
         if odd is not None or None in levels:  # str() would turn [1, 2] or None into a level silently
             raise UserError(f"factor '{self.name}': level {brief(odd)} is not a number, text or boolean")
         clean: Sequence[bool | int | float | str]
@@ -164,16 +166,25 @@ class Factor:
     def n_levels(self) -> int:
         return len(self.levels)
 
+    @property
+    def floating(self) -> bool:
+        """Whether the factor's values are floats: it is numeric and a level is one (then ``1`` reads ``1.0``)."""
+        return self.numeric and any(isinstance(v, float) for v in self.levels)
+
     def level_array(self) -> np.ndarray:
         """The levels as a numpy array of the factor's natural dtype."""
+        import numpy as np
+
         if self.kind == "boolean":
             return np.array(self.levels, dtype=bool)
         if self.kind == "categorical":
             return np.array(self.levels, dtype=object)
-        return np.array(self.levels, dtype=float if any(isinstance(v, float) for v in self.levels) else np.int64)
+        return np.array(self.levels, dtype=float if self.floating else np.int64)
 
     def index_of(self, values: Sequence[Any]) -> np.ndarray:
         """Level index of each value; -1 where a value is not a level."""
+        import numpy as np
+
         lookup = {self._key(v): i for i, v in enumerate(self.levels)}
         return np.array([lookup.get(self._key(v), -1) for v in values], dtype=np.int64)
 
@@ -191,7 +202,7 @@ class Factor:
             return None
 
     def to_dict(self) -> dict[str, Any]:
-        levels = [v if not isinstance(v, np.generic) else v.item() for v in self.levels]
+        levels = [plain(v) for v in self.levels]
         return {"name": self.name, "kind": self.kind, "levels": levels}
 
 
@@ -282,6 +293,8 @@ class Space:
 
     # -- validity ------------------------------------------------------------------------------
     def _columns(self, frame: pd.DataFrame) -> dict[str, np.ndarray]:
+        import numpy as np
+
         cols = {}
         for f in self.factors:
             if f.name not in frame.columns:
@@ -301,6 +314,8 @@ class Space:
 
     def constraint_mask(self, columns: Mapping[str, np.ndarray], n: int) -> np.ndarray:
         """Rows of ``columns`` satisfying every constraint."""
+        import numpy as np
+
         mask = np.ones(n, dtype=bool)
         for expr in self._compiled:
             mask &= _satisfied(expr, columns, n)
@@ -308,6 +323,8 @@ class Space:
 
     def valid_mask(self, frame: pd.DataFrame) -> np.ndarray:
         """True for rows whose values are all levels of their factors and satisfy every constraint."""
+        import numpy as np
+
         on_grid = np.ones(len(frame), dtype=bool)
         for f in self.factors:
             if f.name not in frame.columns:
@@ -319,6 +336,8 @@ class Space:
     # -- encodings -----------------------------------------------------------------------------
     def to_level_index(self, frame: pd.DataFrame) -> np.ndarray:
         """Level indices, shape (rows, factors); a value that is not a level raises."""
+        import numpy as np
+
         out = np.empty((len(frame), len(self.factors)), dtype=np.int64)
         for j, f in enumerate(self.factors):
             idx = f.index_of(frame[f.name].to_numpy())
@@ -330,6 +349,8 @@ class Space:
 
     def from_level_index(self, index: np.ndarray) -> pd.DataFrame:
         """Configurations from level indices (rows × factors)."""
+        import numpy as np
+
         index = np.asarray(index, dtype=np.int64)
         if index.ndim != 2 or index.shape[1] != len(self.factors):
             raise ValueError(f"level index must be (rows, {len(self.factors)}), got {index.shape}")
@@ -339,6 +360,8 @@ class Space:
 
     def to_coded(self, frame: pd.DataFrame) -> np.ndarray:
         """Level indices mapped linearly onto [-1, 1] (a single-level factor codes as 0)."""
+        import numpy as np
+
         index = self.to_level_index(frame).astype(float)
         span = np.array([max(f.n_levels - 1, 1) for f in self.factors], dtype=float)
         coded: np.ndarray = 2.0 * index / span - 1.0
@@ -347,12 +370,16 @@ class Space:
 
     def from_coded(self, coded: np.ndarray) -> pd.DataFrame:
         """Nearest levels of coded values in [-1, 1]."""
+        import numpy as np
+
         coded = np.clip(np.asarray(coded, dtype=float), -1.0, 1.0)
         span = np.array([f.n_levels - 1 for f in self.factors], dtype=float)
         return self.from_level_index(np.rint((coded + 1.0) / 2.0 * span).astype(np.int64))
 
     # -- enumeration and sampling ----------------------------------------------------------------
     def _grid_index(self) -> np.ndarray:
+        import numpy as np
+
         counts = [f.n_levels for f in self.factors]
         grids = np.indices(counts, dtype=np.int32 if self.size < 2**31 else np.int64)
         return grids.reshape(len(counts), -1).T
@@ -390,6 +417,8 @@ class Space:
         indices in batches and keep valid, unseen rows (rejection sampling); when too few valid rows
         turn up the error says what fraction was valid.
         """
+        import numpy as np
+
         if n < 0:
             raise UserError(f"sample size {n} must be >= 0")
         rng = np.random.default_rng(seed)
@@ -408,6 +437,8 @@ class Space:
         return self._rejection_sample(n, rng, excluded)
 
     def _rejection_sample(self, n: int, rng: np.random.Generator, excluded: set[tuple[int, ...]]) -> pd.DataFrame:
+        import numpy as np
+
         counts = np.array([f.n_levels for f in self.factors])
         found: dict[tuple[int, ...], None] = {}
         drawn = valid_seen = 0
@@ -433,6 +464,7 @@ class Space:
 
     def neighbours(self, config: Mapping[str, Any]) -> pd.DataFrame:
         """Valid configurations one level step (up or down) from ``config`` along a single factor."""
+        import numpy as np
         import pandas as pd
 
         base = self.to_level_index(pd.DataFrame([dict(config)]))[0]
@@ -465,6 +497,8 @@ class Space:
 
 def _satisfied(expr: Expression, columns: Mapping[str, np.ndarray], n: int) -> np.ndarray:
     """Rows satisfying one constraint; an evaluation failure is the constraint's one-line error."""
+    import numpy as np
+
     try:
         return np.broadcast_to(np.asarray(expr.evaluate(columns), dtype=bool), (n,))
     except ExpressionError as exc:  # already one line naming the constraint
@@ -502,7 +536,7 @@ def powers_of_two(name: str, pair: Any) -> list[int]:
 
 
 def _is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)  # numpy's integers too, not its bool_
 
 
 def _factor_from_dict(item: Mapping[str, Any]) -> Factor:

@@ -6,11 +6,10 @@ Level text is a comma-separated list (``1, 2, 4, 8``), an integer range (``1..30
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from engine.errors import UserError, brief
 from engine.space.factors import KINDS, Factor, Space, check_factor_name, level_range
@@ -58,7 +57,7 @@ def _exponent(digits: str, name: str, text: str) -> int:
 
 def format_levels(levels: Iterable[Any]) -> str:
     levels = list(levels)
-    if len(levels) > 3 and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in levels):
+    if len(levels) > 3 and all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in levels):
         if all(b - a == 1 for a, b in zip(levels, levels[1:])):
             return f"{levels[0]}..{levels[-1]}"
         if levels[0] > 0 and all(b == 2 * a for a, b in zip(levels, levels[1:])) and levels[0] & (levels[0] - 1) == 0:
@@ -109,6 +108,8 @@ def valid_count(space: Space, sample: int = 20_000, seed: int = 0) -> tuple[int,
         if not count:
             raise UserError(space.explain_empty())
         return count, True
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     counts = np.array([f.n_levels for f in space.factors])
     drawn = valid = 0
