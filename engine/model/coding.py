@@ -14,9 +14,10 @@ treatment contrast, ``v[2]`` for a level coded in full, ``v[S.2]`` for a sum-to-
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import operator
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -62,21 +63,27 @@ class Factor:
         return self.levels is not None
 
 
-def evaluate(expr: str, frame: pd.DataFrame) -> Factor:
-    """The factor ``expr`` (already checked against the whitelist) over the rows of ``frame``."""
-    if expr in frame.columns:
+def evaluate(expr: str, frame: Mapping[str, pd.Series], rows: int) -> Factor:
+    """The factor ``expr`` (already checked against the whitelist) over ``rows`` rows of the columns ``frame``."""
+    if expr in frame:
         return _named(expr, frame[expr])
-    body = ast.parse(expr, mode="eval").body
+    body = _syntax(expr)
     if isinstance(body, ast.Call) and _called(body) == "C":
         inner = body.args[0]
-        if isinstance(inner, ast.Name) and inner.id in frame.columns:
+        if isinstance(inner, ast.Name) and inner.id in frame:
             named = _named(inner.id, frame[inner.id])
             return Factor(expr, named.values, named.levels) if named.categorical else _categorical(expr, named.values)
-        return _categorical(expr, _broadcast(_value(inner, frame), len(frame)))
-    values = _broadcast(_value(body, frame), len(frame))
+        return _categorical(expr, _broadcast(_value(inner, frame), rows))
+    values = _broadcast(_value(body, frame), rows)
     if values.dtype.kind in "OUS":
         return _categorical(expr, values)
     return Factor(expr, values.astype(np.float64))
+
+
+@functools.lru_cache(maxsize=4096)
+def _syntax(expr: str) -> ast.expr:
+    """The parsed factor (a page refits on every rerun; the tree is only read)."""
+    return ast.parse(expr, mode="eval").body
 
 
 def _named(name: str, column: pd.Series) -> Factor:
@@ -115,7 +122,7 @@ def _broadcast(value: Any, n: int) -> np.ndarray:
     return np.broadcast_to(array, (n,)) if array.ndim == 0 else array
 
 
-def _value(node: ast.AST, frame: pd.DataFrame) -> Any:
+def _value(node: ast.AST, frame: Mapping[str, pd.Series]) -> Any:
     """An expression's value over the rows: numbers as float64, a logical column as 0/1, text as text."""
     if isinstance(node, ast.Constant):
         return node.value if isinstance(node.value, str) else np.float64(cast(float, node.value))  # check(): numbers
@@ -148,7 +155,7 @@ def _value(node: ast.AST, frame: pd.DataFrame) -> Any:
                       "(and, or and if are Python; a formula term computes numbers)")
 
 
-def _number(node: ast.AST, frame: pd.DataFrame) -> Any:
+def _number(node: ast.AST, frame: Mapping[str, pd.Series]) -> Any:
     value = _value(node, frame)
     array = np.asarray(value)
     if array.dtype.kind in "OUS":

@@ -147,7 +147,8 @@ def model_matrix(formula: str | ParsedFormula, data: pd.DataFrame, contrasts: st
 
 def _build(parsed: ParsedFormula, frame: pd.DataFrame, contrasts: str) -> ModelMatrix:
     n = len(frame)
-    factors = {f: evaluate(f, frame) for term in parsed.factors for f in term}
+    columns_of = {name: frame[name] for name in frame.columns}  # one lookup each: a frame's is ~0.1 ms
+    factors = {f: evaluate(f, columns_of, n) for term in parsed.factors for f in term}
     categorical = {f for f, factor in factors.items() if factor.categorical}
     full = full_coding(parsed.factors, categorical, parsed.has_intercept)
     names: list[str] = []
@@ -165,7 +166,7 @@ def _build(parsed: ParsedFormula, frame: pd.DataFrame, contrasts: str) -> ModelM
     X = np.column_stack(blocks) if blocks else np.empty((n, 0))
     y = None
     if parsed.response is not None:
-        response = evaluate(parsed.response, frame)
+        response = evaluate(parsed.response, columns_of, n)
         if response.categorical:
             raise CodingError(f"response {brief(parsed.response, 40)} is not numeric")
         y = np.asarray(response.values, dtype=float)

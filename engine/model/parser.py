@@ -19,6 +19,7 @@ overridden one by one to read as R reads. The algebra is Wilkinson–Rogers as R
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import re
 import warnings
@@ -316,14 +317,19 @@ def _factor_text(token: Token, label: str) -> str:
         screen(token.text, f"{label}: term")  # bounded before Python parses it (bracket depth, length)
     except ExpressionError as exc:
         raise FormulaError(str(exc)) from None
-    if token.text.isidentifier():
-        return token.text
+    return token.text if token.text.isidentifier() else _python_spelling(token.text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _python_spelling(text: str) -> str:
+    """``ast.unparse``'s spelling of a call (the same for every formula that writes it: cached, since a page
+    parses its formula on every rerun); as written where Python cannot parse it."""
     try:
         with warnings.catch_warnings():  # '1if x', '\\d': no SyntaxWarning on the server's stderr
             quiet_parser_warnings()
-            return ast.unparse(ast.parse(token.text, mode="eval"))
+            return ast.unparse(ast.parse(text, mode="eval"))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return token.text  # as written: the whitelist's check names what is wrong with it
+        return text  # the whitelist's check names what is wrong with it
 
 
 def _key(term: Term) -> frozenset[str]:
