@@ -12,6 +12,9 @@ one command line each:
 * ``Rscript -e 'library(car); m <- lm(…); print(summary(m)); print(Anova(m, type = 2)); print(ncvTest(m));
   print(summary(powerTransform(m)))'``.
 
+Then the analysis alone, in this process: the fit with Box-Cox and the three ANOVA tables (issue 31 §4's
+in-process figure).
+
     .venv/bin/python bench/analyze_vs_r.py [--reps 5] [--rows 10000]
 """
 
@@ -104,7 +107,26 @@ def main() -> int:
     for name, value in median.items():
         print(f"median {name:8s}: {value:.2f} s CPU (min {min(cpu[name]):.2f})")
     print(f"tunelab / R (CPU, medians): {median['tunelab'] / median['R']:.2f}")
+    seconds = in_process(rows, model, args.reps)
+    print(f"in-process fit (Box-Cox) + ANOVA I, II, III: median {statistics.median(seconds):.3f} s CPU "
+          f"(min {min(seconds):.3f}); / R's whole process: {statistics.median(seconds) / median['R']:.2f}")
     return 0
+
+
+def in_process(rows: object, model: str, reps: int) -> list[float]:
+    """CPU seconds of the analysis itself in this process (imports paid before): the figure a before/after of
+    the numerics compares (``PYTHONPATH=<other checkout>`` runs this bench on that code)."""
+    from engine.analysis import LinearModel, anova
+
+    def once() -> float:
+        started = time.process_time()
+        fitted = LinearModel(model, transform="boxcox").fit(rows)
+        for typ in (1, 2, 3):
+            anova(fitted, typ)
+        return time.process_time() - started
+
+    once()
+    return [once() for _ in range(reps)]
 
 
 if __name__ == "__main__":
