@@ -37,3 +37,24 @@ def test_nested_limits_keep_one_thread():
     outer = single_blas_thread(lambda: (inner(), _blas_threads()))
     first, after_inner = outer()
     assert set(first) == {1} and set(after_inner) == {1}
+
+
+LATE_SCIPY = """
+from threadpoolctl import threadpool_info
+from engine.analysis.blas import single_blas_thread
+import numpy
+single_blas_thread(lambda: None)()  # the first use, before scipy's own OpenBLAS is loaded
+import scipy.linalg.blas
+print(single_blas_thread(lambda: sorted({lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}))())
+"""
+
+
+def test_a_blas_library_loaded_after_the_first_use_is_limited_too():
+    """Was: the controller built by the first fit knew numpy's OpenBLAS only; scipy's, loaded later by the design's
+    exchange, kept two threads (the Design page's build took 7-9 s instead of 1 s beside a busy process)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", LATE_SCIPY], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[1]"

@@ -9,6 +9,7 @@ issue 31). One thread also gives the same floating-point results on any number o
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
@@ -18,10 +19,17 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
-@functools.cache
+_built: tuple[int, ThreadpoolController] | None = None
+
+
 def _controller() -> ThreadpoolController:
-    """Built on first use: it inspects the libraries loaded by then, numpy's OpenBLAS among them."""
-    return ThreadpoolController()
+    """The BLAS libraries loaded now. A controller sees only those loaded when it was built, and scipy brings
+    its own OpenBLAS: one built by a fit before scipy was imported left the design's exchange on two threads
+    (9× slower beside a busy process). It is built again (~1.5 ms) whenever a module has been imported since."""
+    global _built
+    if _built is None or _built[0] != len(sys.modules):
+        _built = (len(sys.modules), ThreadpoolController())
+    return _built[1]
 
 
 def single_blas_thread(func: Callable[_P, _R]) -> Callable[_P, _R]:
