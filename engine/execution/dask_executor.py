@@ -9,6 +9,7 @@ the calling process (the one that owns the DuckDB file), which commits them as t
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Sequence
@@ -47,7 +48,11 @@ class DaskExecutor(Executor):
                 raise UserError(f"--scheduler {scheduler}: cannot connect ({str(exc).splitlines()[0][:200]})") from None
         else:
             n = workers or max(1, len(os.sched_getaffinity(0)))
-            self._cluster = dask.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
+            # silence_logs: the workers share this command's stderr, and a worker whose heartbeat races the
+            # scheduler's shutdown (Ctrl-C, SIGTERM) logs a traceback at ERROR; a lost worker or task reaches the
+            # campaign as a failed result, in one line, so below CRITICAL the workers' logs only add noise.
+            self._cluster = dask.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                                              silence_logs=logging.CRITICAL)
             self.client = dask.Client(self._cluster)
 
     def _gpu_units(self) -> float:
