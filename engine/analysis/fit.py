@@ -90,7 +90,7 @@ class LinearModel:
         self.data_ = rows.data
         self.n_excluded_ = rows.n_excluded
         self.matrix_ = rows.matrix
-        self.terms_: tuple[Term, ...] = model_terms(rows.matrix.term_slices, rows.data)
+        self.terms_: tuple[Term, ...] = model_terms(rows.matrix)
         self.qr_ = qr(rows.matrix.X)
         self.kept_ = self.qr_.kept
         self.X_ = rows.matrix.X[:, self.kept_]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from engine.space.expr import FORMULA_FUNCTIONS, check
+from engine.model.formula import ModelMatrix
 
 #: R's ``symnum`` cutpoints for significance stars; intervals are right-closed.
 STAR_CUTPOINTS = ((0.001, "***"), (0.01, "**"), (0.05, "*"), (0.1, "."))
@@ -120,15 +120,9 @@ class Term:
         return self is not other and set(other.factors) <= set(self.factors)
 
 
-def model_terms(term_slices: dict[str, slice], data: pd.DataFrame) -> tuple[Term, ...]:
-    """The non-intercept terms of a model matrix, in matrix (= R) order."""
-    terms = []
-    for label, columns in term_slices.items():
-        if label == "1":
-            continue
-        factors = split_factors(label)
-        variables: set[str] = set()
-        for factor in factors:
-            variables |= check(factor, data.columns, FORMULA_FUNCTIONS, what="formula term")
-        terms.append(Term(label, term_display(label), factors, frozenset(variables), columns))
-    return tuple(terms)
+def model_terms(matrix: ModelMatrix) -> tuple[Term, ...]:
+    """The non-intercept terms of a model matrix, in matrix (= R) order, with what its formula's parse found
+    (factors and the columns they read: checked once, there)."""
+    parsed = matrix.formula
+    return tuple(Term(label, term_display(label), factors, variables, matrix.term_slices[label])
+                 for label, factors, variables in zip(parsed.terms, parsed.factors, parsed.term_variables))

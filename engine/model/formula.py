@@ -22,7 +22,7 @@ import pandas as pd
 from engine.errors import brief
 from engine.model.coding import CODINGS, CodingError, evaluate, factor_columns, full_coding, term_columns
 from engine.model.parser import INTERCEPT, MAX_POWER, MAX_TERMS, FormulaError, Term, read
-from engine.space.expr import FORMULA_FUNCTIONS, ExpressionError, check, screen
+from engine.space.expr import FORMULA_FUNCTIONS, ExpressionError, check
 
 __all__ = ["MAX_FORMULA_LENGTH", "MAX_POWER", "MAX_TERMS", "FormulaError", "ModelMatrix", "ParsedFormula",
            "formula_text", "model_frame", "model_matrix", "normalize", "parse"]
@@ -64,8 +64,8 @@ def normalize(formula: str) -> str:
 
 @dataclass(frozen=True)
 class ParsedFormula:
-    """A checked formula: its response (or None), its terms in R order (each a label and its factors), and
-    the columns it uses."""
+    """A checked formula: its response (or None), its terms in R order (each a label, its factors and the
+    columns they read), and the columns it uses."""
 
     text: str
     response: str | None
@@ -73,6 +73,7 @@ class ParsedFormula:
     variables: frozenset[str]
     has_intercept: bool
     factors: tuple[Term, ...] = ()
+    term_variables: tuple[frozenset[str], ...] = ()
 
     @property
     def rhs(self) -> str:
@@ -98,17 +99,17 @@ def parse(formula: str, columns: Iterable[str]) -> ParsedFormula:
         response = parts.lhs[0][0]
         variables |= _factor_columns(response, columns, f"{label}: response")
     terms = tuple(term for term in parts.rhs if term != (INTERCEPT,))
-    for factor in {f for term in terms for f in term}:
-        variables |= _factor_columns(factor, columns, f"{label}: term")
+    reads = {f: _factor_columns(f, columns, f"{label}: term") for term in terms for f in term}  # in R's order
+    term_variables = tuple(frozenset().union(*(reads[f] for f in term)) for term in terms)
+    variables = variables.union(*reads.values())
     return ParsedFormula(formula.strip(), response, tuple(":".join(t) for t in terms), frozenset(variables),
-                         len(terms) < len(parts.rhs), terms)
+                         len(terms) < len(parts.rhs), terms, term_variables)
 
 
 def _factor_columns(expr: str, columns: list[str], what: str) -> set[str]:
     """The columns one factor expression reads; it must pass the whitelist and read at least one."""
     try:
-        screen(expr, what, columns)
-        used = check(expr, columns, FORMULA_FUNCTIONS, what=what)
+        used = check(expr, columns, FORMULA_FUNCTIONS, what=what)  # screened first, inside
     except ExpressionError as exc:
         raise FormulaError(str(exc)) from None
     if not used:
