@@ -33,6 +33,7 @@ $(UV):
 # with bytecode writing on, so whatever else they load is compiled once.
 SYNC = $(UV) pip sync --quiet --python $(BIN)/python --require-hashes $(FIND_LINKS)
 PRECOMPILED = $(VENV)/.precompiled
+PRECOMPILE = env -u PYTHONDONTWRITEBYTECODE $(BIN)/python tests/helpers/precompile.py && touch $(PRECOMPILED)
 $(STAMP): $(LOCK) pyproject.toml Makefile | $(UV)
 	$(SYNC) $(LOCK)
 	$(UV) pip install --quiet --python $(BIN)/python --no-deps -e .
@@ -40,8 +41,7 @@ $(STAMP): $(LOCK) pyproject.toml Makefile | $(UV)
 	@touch $(STAMP)
 
 $(PRECOMPILED): $(STAMP)
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python tests/helpers/precompile.py
-	@touch $@
+	$(PRECOMPILE)
 
 install: $(STAMP)
 
@@ -50,7 +50,7 @@ install: $(STAMP)
 # cache) and drop the test stamp, so the next `make test` puts its stack back.
 install-run: | $(UV)
 	@if [ -f $(STAMP) ] && [ $(STAMP) -nt $(LOCK) ] && [ $(STAMP) -nt pyproject.toml ]; then \
-	  echo "runtime installed (with the test stack)"; $(MAKE) --no-print-directory $(PRECOMPILED); \
+	  echo "runtime installed (with the test stack)"; [ -f $(PRECOMPILED) ] || { $(PRECOMPILE); }; \
 	elif [ ! -f $(RUN_STAMP) ] || [ $(RUN_LOCK) -nt $(RUN_STAMP) ] || [ pyproject.toml -nt $(RUN_STAMP) ]; then \
 	  $(SYNC) --compile-bytecode $(RUN_LOCK) && \
 	  $(UV) pip install --quiet --python $(BIN)/python --no-deps -e . && rm -f $(STAMP) && touch $(RUN_STAMP); \
