@@ -81,8 +81,14 @@ def test_summary_table_columns_and_values(comparison):
         assert row["mean"] == pytest.approx(runs["slowdown"].mean())
         assert row["max"] == runs["slowdown"].max() and row["budget_max"] == runs["budget_used"].max() <= 20
         assert 1.0 <= row["min"] <= row["median"] <= row["max"]
+        low, high = row["mean_low"], row["mean_high"]
+        assert row["min"] <= low <= high <= row["max"] and low - 1e-12 <= row["mean"] <= high + 1e-12
+    best = summary.loc[summary["mean"].idxmin(), "strategy"]
+    assert summary.set_index("strategy").loc[best, "vs_best"] == "best"
+    assert set(summary["vs_best"]) <= {"best", "within noise", "worse"}
     records = summary_records(summary)
-    assert set(records["RS"]) == {"runs", "mean", "min", "max", "median", "budget_mean", "budget_max", "failed"}
+    assert set(records["RS"]) == {"runs", "mean", "mean_low", "mean_high", "vs_best", "min", "max", "median",
+                                  "budget_mean", "budget_max", "failed"}
     paper = with_paper(summary)
     assert paper.loc[paper["strategy"] == "RS", "paper_mean"].item() == PAPER_LAPLACIAN.set_index("strategy").loc["RS", "mean"]
 

@@ -82,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
     laplacian = set(PAPER_LAPLACIAN["strategy"]) >= set(names) and table.objective == "time_per_pixel"
     shown = with_paper(done.summary) if laplacian else done.summary
     text = shown.to_string(index=False, float_format=lambda v: f"{v:.4f}")
+    text += ("\nmean_low-mean_high: the mean's 95% bootstrap interval; vs_best: within noise when the interval of its "
+             "difference from the best mean holds 0")
     text += f"\n{args.reps} repetitions, budget {args.budget}, seed {args.seed}, {done.seconds:.1f} s"
     if done.stored_id is not None:
         text += f"; stored as comparison {done.stored_id}"

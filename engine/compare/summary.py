@@ -1,8 +1,10 @@
 """The paper's comparison table from a benchmark's runs, and the paper's own figures beside it.
 
-Per strategy: mean, min, max and median slowdown of the returned configuration and mean and max
-budget used (docs/dlmt.md §4.5); runs that found nothing valid count as infinite slowdown and are
-reported in ``failed``.
+Per strategy: mean (with its 95% bootstrap interval), min, max and median slowdown of the returned configuration
+and mean and max budget used (docs/dlmt.md §4.5); runs that found nothing valid count as infinite slowdown and are
+reported in ``failed``. ``vs_best`` says whether a strategy's mean is within its runs' noise of the best mean (the
+bootstrap interval of the difference holds 0) or worse, so two strategies a table ranks apart are not read as
+different when they are not.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from engine.compare.intervals import difference_interval, mean_interval
 from engine.compare.run import Comparison
 
-COLUMNS = ["strategy", "runs", "mean", "min", "max", "median", "budget_mean", "budget_max", "failed"]
+COLUMNS = ["strategy", "runs", "mean", "mean_low", "mean_high", "vs_best", "min", "max", "median", "budget_mean",
+           "budget_max", "failed"]
 
 #: What a person reads over each column (the stored frame keeps its short snake_case names): a
 #: short header, so thirteen columns fit the table, and the longer meaning for its tooltip.
@@ -22,6 +26,10 @@ HEADERS: dict[str, tuple[str, str]] = {
     "strategy": ("Strategy", "The search strategy replayed on the table"),
     "runs": ("Runs", "Repetitions of the strategy"),
     "mean": ("Mean slowdown", "Mean slowdown of the returned configuration (× the table's optimum)"),
+    "mean_low": ("95% low", "Low end of the mean's 95% bootstrap interval over the runs"),
+    "mean_high": ("95% high", "High end of the mean's 95% bootstrap interval over the runs"),
+    "vs_best": ("Vs best", "best; within noise (the 95% interval of the difference from the best mean holds 0); "
+                "or worse"),
     "min": ("Min", "Smallest slowdown over the runs"),
     "max": ("Max", "Largest slowdown over the runs"),
     "median": ("Median", "Median slowdown over the runs"),
@@ -65,10 +73,13 @@ def summary_table(comparison: Comparison) -> pd.DataFrame:
         slow = runs["slowdown"].to_numpy(dtype=float)
         finite = slow[np.isfinite(slow)]
         budget = runs["budget_used"].to_numpy(dtype=float)
+        low, high = mean_interval(finite)
         rows.append({
             "strategy": name,
             "runs": len(runs),
             "mean": float(finite.mean()) if len(finite) else np.nan,
+            "mean_low": low,
+            "mean_high": high,
             "min": float(finite.min()) if len(finite) else np.nan,
             "max": float(finite.max()) if len(finite) else np.nan,
             "median": float(np.median(finite)) if len(finite) else np.nan,
@@ -76,7 +87,26 @@ def summary_table(comparison: Comparison) -> pd.DataFrame:
             "budget_max": int(budget.max()) if len(budget) else 0,
             "failed": int(len(slow) - len(finite)),
         })
-    return pd.DataFrame(rows, columns=COLUMNS)
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    table["vs_best"] = _versus_best(comparison, table)
+    return table
+
+
+def _versus_best(comparison: Comparison, table: pd.DataFrame) -> list[str]:
+    """Each strategy against the one with the lowest mean slowdown: "best", "within noise" or "worse"."""
+    if table["mean"].notna().sum() == 0:
+        return [""] * len(table)
+    best = str(table.loc[table["mean"].idxmin(), "strategy"])
+    runs = comparison.runs
+    best_slow = runs.loc[runs["strategy"] == best, "slowdown"].to_numpy(dtype=float)
+    out = []
+    for name, mean in zip(table["strategy"], table["mean"]):
+        if name == best or not np.isfinite(mean):
+            out.append("best" if name == best else "")
+            continue
+        low, _ = difference_interval(runs.loc[runs["strategy"] == name, "slowdown"].to_numpy(dtype=float), best_slow)
+        out.append("worse" if low > 0 else "within noise")
+    return out
 
 
 def with_paper(summary: pd.DataFrame, paper: pd.DataFrame = PAPER_LAPLACIAN) -> pd.DataFrame:
@@ -91,7 +121,8 @@ def with_paper(summary: pd.DataFrame, paper: pd.DataFrame = PAPER_LAPLACIAN) -> 
 
 
 def summary_records(summary: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """The JSON form: strategy -> {mean, min, max, median, budget_mean, budget_max, runs, failed}."""
+    """The JSON form: strategy -> {runs, mean, mean_low, mean_high, vs_best, min, max, median, budget_mean, budget_max,
+    failed}."""
     return {
         row["strategy"]: {k: (None if isinstance(v, float) and not np.isfinite(v) else v)
                           for k, v in row.items() if k != "strategy"}
