@@ -18,11 +18,22 @@ of runs within 5% of the best, the measurements charged; at the largest budget, 
 configuration within 5% (a run that never gets there counts budget + 1). Then per budget the geometric mean over
 spaces, the ranking, and DLMT against random search on every space and budget.
 
+**Common random numbers:** repetition i of every method, peers included, runs with the same seed, so variants of a
+strategy are compared run by run. Each Tunelab method's geometric mean ÷ the best peer's (the peer with the lowest
+geometric mean at that budget) comes with a 95% bootstrap interval, repetitions resampled within each space.
+
+**A protocol that cannot overfit (issue 32):** ``--select`` names candidate settings of one strategy (``AUTO``,
+``AUTO:then=tpe``, ``AUTO:patience=2``: a variant is ``NAME:option=value:...``). For each space held out, the
+candidate with the lowest mean log slowdown over the *other* spaces and every budget is chosen, and its runs on the
+held-out space form the method "Tunelab held-out choice"; the report names each fold's choice. Its figures are the
+ones to quote: no space's figure comes from settings chosen with that space.
+
 Needs the ``peers`` extra (``pip install -e .[peers]``: Kernel Tuner 1.5). Usage:
 
     python bench/peers.py [--reps 30] [--budgets 20,40,60,100,200] [--spaces convolution_milo_A4000,...]
                           [--tunelab RS,BO,TPE,GA,DLMT,AUTO] [--kt all] [--no-optuna] [--jobs 2] [--out runs.json]
-    python bench/peers.py --load peers.json tunelab.json   # one report of runs made apart
+                          [--select AUTO,AUTO:then=tpe]
+    python bench/peers.py --load peers.json tunelab.json [--select ...]   # one report of runs made apart
 """
 
 from __future__ import annotations
@@ -44,6 +55,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from engine.compare.intervals import geo_mean_ratio_interval
 from engine.compare.peers import at_budget, read_peer_rows
 from engine.compare.replay import load_table
 from engine.compare.run import run_benchmark, run_seed
@@ -147,7 +159,7 @@ def optuna_run(cache: Cache, budget: int, seed: int) -> list[float]:
 def _peer_task(task: tuple[str, str, str, int, int]) -> dict[str, Any]:
     kind, path, strategy, budget, rep = task
     cache = _CACHES.get(path) or _CACHES.setdefault(path, Cache(Path(path)))
-    seed = run_seed(0, f"{kind}:{strategy}", rep)
+    seed = run_seed(0, "", rep)  # common random numbers: the seed of repetition rep, whatever the method
     started = time.process_time()
     if kind == "KT":
         plain = _plain_json(cache)
@@ -190,19 +202,40 @@ def peer_runs(paths: Sequence[Path], kt: Sequence[str], optuna: bool, budget: in
     return rows
 
 
-def tunelab_runs(paths: Sequence[Path], names: Sequence[str], budgets: Sequence[int], reps: int, jobs: int,
+def variant(text: str) -> tuple[str, dict[str, Any]]:
+    """``NAME:option=value:...`` → (NAME, options); a value is read as JSON when it parses (2, true, 0.5), else as
+    text (``then=tpe``)."""
+    name, *pairs = text.split(":")
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected NAME:option=value:..., got {pair!r}")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    return name, options
+
+
+def tunelab_runs(paths: Sequence[Path], methods: Sequence[str], budgets: Sequence[int], reps: int, jobs: int,
                  say: Callable[[str], None]) -> list[dict[str, Any]]:
+    """Each method (a strategy or a variant, ``AUTO:then=tpe``) on every space and budget, seeds paired by
+    repetition."""
     rows = []
     for path in paths:
         table = load_table(path)
         name = path.name.removesuffix(".gz").removesuffix(".json")
-        for budget in budgets:
-            started = time.perf_counter()
-            comparison = run_benchmark(table, names, reps=reps, budget=budget, jobs=jobs, seed=0)
-            say(f"Tunelab on {name}, budget {budget}: {time.perf_counter() - started:.0f} s")
-            for run in comparison.runs.itertuples():
-                rows.append({"space": name, "method": f"Tunelab {run.strategy}", "rep": run.rep, "budget": budget,
-                             "trace": list(run.trace), "used": int(run.budget_used)})
+        for method in methods:
+            strategy, options = variant(method)
+            for budget in budgets:
+                started = time.perf_counter()
+                comparison = run_benchmark(table, [strategy], reps=reps, budget=budget, jobs=jobs, seed=0,
+                                           options={strategy: options}, paired=True)
+                say(f"Tunelab {method} on {name}, budget {budget}: {time.perf_counter() - started:.0f} s")
+                for run in comparison.runs.itertuples():
+                    rows.append({"space": name, "method": f"Tunelab {method}", "rep": run.rep, "budget": budget,
+                                 "trace": list(run.trace), "used": int(run.budget_used)})
     return rows
 
 
@@ -234,6 +267,7 @@ def report(frame: pd.DataFrame) -> str:
         lines.append(f"\nRuns that measured no working configuration in {top} (slowdown inf): " + ", ".join(
             f"{method} on {space} ({count})" for (method, space), count in broken.items()))
     lines.append("\nFirst per budget: " + ", ".join(f"{b}: {geo[b].idxmin()} ({geo[b].min():.3f})" for b in geo.columns))
+    lines += versus_best_peer(frame, geo)
     reach = frame[frame["budget"] == top].groupby(["method", "space"])["to_within"].median().unstack("space")
     lines.append(f"\nMedian measurements to the first configuration within 5% (budget {top}; {top + 1} = never):")
     lines.append(reach.to_string(float_format=lambda v: f"{v:.0f}"))
@@ -248,6 +282,63 @@ def report(frame: pd.DataFrame) -> str:
         lines.append(f"\n{dlmt}: mean measurements charged:")
         lines.append(used.to_string(float_format=lambda v: f"{v:.0f}"))
     return "\n".join(lines)
+
+
+def _is_peer(method: str) -> bool:
+    return not method.startswith("Tunelab ")
+
+
+def _slowdowns(frame: pd.DataFrame, method: str, budget: int) -> dict[str, np.ndarray]:
+    """Per space, the slowdowns of ``method``'s runs at ``budget``, in repetition order."""
+    rows = frame[(frame["method"] == method) & (frame["budget"] == budget)].sort_values("rep")
+    return {str(space): group["slowdown"].to_numpy(dtype=float) for space, group in rows.groupby("space")}
+
+
+def versus_best_peer(frame: pd.DataFrame, geo: pd.DataFrame) -> list[str]:
+    """Each Tunelab method's geometric mean ÷ the best peer's at each budget, with a 95% bootstrap interval (paired
+    by repetition where both ran the same repetitions on a space: the seeds are common)."""
+    peers = [m for m in geo.index if _is_peer(m)]
+    ours = [m for m in geo.index if not _is_peer(m)]
+    if not peers or not ours:
+        return []
+    lines = ["\nGeo-mean ÷ the best peer's at the same budget, [95% bootstrap interval] (< 1: ahead of every peer):"]
+    best = {b: geo.loc[peers, b].idxmin() for b in geo.columns}
+    lines.append("best peer: " + ", ".join(f"{b}: {best[b]}" for b in geo.columns))
+    for method in sorted(ours, key=lambda m: geo.loc[m].iloc[-1]):
+        cells = []
+        for budget in geo.columns:
+            a, b = _slowdowns(frame, method, budget), _slowdowns(frame, best[budget], budget)
+            common = {space: a[space] for space in a if space in b}
+            if not common:
+                cells.append("-")
+                continue
+            paired = all(len(common[space]) == len(b[space]) for space in common)
+            ratio, low, high = geo_mean_ratio_interval(common, {s: b[s] for s in common}, paired=paired)
+            cells.append(f"{ratio:.3f} [{low:.3f}, {high:.3f}]")
+        lines.append(f"{method}: " + "; ".join(f"{b}: {c}" for b, c in zip(geo.columns, cells)))
+    return lines
+
+
+def held_out_choice(frame: pd.DataFrame, candidates: Sequence[str],
+                    label: str = "Tunelab held-out choice") -> tuple[pd.DataFrame, list[str]]:
+    """Leave one space out: for each space, the candidate with the lowest mean log slowdown (mean over the runs,
+    then log, averaged over every budget and every *other* space), and that candidate's runs on the held-out space
+    relabelled ``label``. Returns the frame with those rows added and a line per fold naming its choice."""
+    methods = [f"Tunelab {c}" for c in candidates]
+    missing = [m for m in methods if m not in set(frame["method"])]
+    if missing:
+        raise UserError(f"--select: no runs of {missing[0]!r} to choose from")
+    mean = frame[frame["method"].isin(methods)].groupby(["method", "space", "budget"])["slowdown"].mean()
+    score = np.log(mean).unstack("space")  # (method, budget) × space
+    lines, chosen = [f"\nLeave-one-space-out choice among {', '.join(candidates)} (scored on the other spaces):"], []
+    for space in score.columns:
+        train = score.drop(columns=space).groupby(level="method").mean().mean(axis=1)
+        pick = str(train.idxmin())
+        rows = frame[(frame["method"] == pick) & (frame["space"] == space)].assign(method=label)
+        chosen.append(rows)
+        lines.append(f"held out {space}: {pick.removeprefix('Tunelab ')} (training score "
+                     + ", ".join(f"{m.removeprefix('Tunelab ')} {v:.4f}" for m, v in train.sort_values().items()) + ")")
+    return pd.concat([frame, *chosen], ignore_index=True), lines
 
 
 def budget_list(text: str) -> list[int]:
@@ -273,16 +364,27 @@ def main() -> int:
     parser.add_argument("--out", help="write every run (traces included) here as JSON")
     parser.add_argument("--load", nargs="+", metavar="RUNS", help="report on saved runs (--out files, e.g. the peers "
                         "and Tunelab's run apart on two cores) instead of running")
+    parser.add_argument("--select", help="candidate settings (comma-separated, among --tunelab's methods) for the "
+                        "leave-one-space-out choice")
     args = parser.parse_args()
     budgets: list[int] = args.budgets
+    candidates = [c for c in (args.select or "").split(",") if c]
+
+    def reported(rows: Sequence[dict[str, Any]]) -> str:
+        frame = per_budget(rows, budgets)
+        if not candidates:
+            return report(frame)
+        frame, lines = held_out_choice(frame, candidates)
+        return report(frame) + "\n" + "\n".join(lines)
+
     if args.load:
         try:
             rows = [row for path in args.load for row in read_peer_rows(path)]
+            print(f"{len(rows)} runs from {', '.join(args.load)}")
+            print(reported(rows))
         except UserError as error:
             print(f"error: {error}", file=sys.stderr)
             return 1
-        print(f"{len(rows)} runs from {', '.join(args.load)}")
-        print(report(per_budget(rows, budgets)))
         return 0
     data = data_dir()
     if data is None:
@@ -293,7 +395,7 @@ def main() -> int:
         wanted = args.spaces.split(",")
         paths = [p for p in paths if p.name.removesuffix(".json.gz") in wanted]
     kt = [] if args.kt == "none" else list(KT_STRATEGIES) if args.kt == "all" else args.kt.split(",")
-    names = [n for n in args.tunelab.split(",") if n]
+    names = list(dict.fromkeys([n for n in args.tunelab.split(",") if n] + candidates))
 
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
@@ -308,7 +410,7 @@ def main() -> int:
     print(f"{len(rows)} runs in {time.perf_counter() - started:.0f} s")
     if args.out:
         Path(args.out).write_text(json.dumps(rows))
-    print(report(per_budget(rows, budgets)))
+    print(reported(rows))
     return 0
 
 

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from bench.peers import Cache, kt_run, main, optuna_run, per_budget, report
+from bench.peers import Cache, held_out_choice, kt_run, main, optuna_run, per_budget, report, variant
 
 
 def _cache(tmp_path, name="tiny.json.gz"):
@@ -108,3 +108,29 @@ def test_load_refuses_budgets_that_cut_no_trace(tmp_path, monkeypatch, capsys, b
     with pytest.raises(SystemExit) as caught:
         main()
     assert caught.value.code == 2 and "--budgets" in capsys.readouterr().err
+
+
+def test_the_held_out_choice_never_scores_a_space_with_settings_chosen_on_it():
+    """A is best on s1 and s2 but poor on s3; B is steady. Held out s3, the choice (made on s1, s2) is A, and s3's
+    figure is A's poor one: the protocol reports what the choice would have done on a space it never saw."""
+    slow = {"A": {"s1": 1.0, "s2": 1.0, "s3": 2.0}, "B": {"s1": 1.1, "s2": 1.1, "s3": 1.1}}
+    rows = [{"space": space, "method": f"Tunelab {m}", "rep": r, "budget": b, "trace": [value] * b, "used": b}
+            for m, by_space in slow.items() for space, value in by_space.items() for r in range(3) for b in (1, 2)]
+    rows += [{"space": space, "method": "KT x", "rep": r, "trace": [1.2, 1.2]} for space in slow["A"] for r in range(3)]
+    frame, lines = held_out_choice(per_budget(rows, [1, 2]), ["A", "B"])
+    held = frame[frame["method"] == "Tunelab held-out choice"].groupby("space")["slowdown"].mean()
+    assert held.to_dict() == pytest.approx({"s1": 1.1, "s2": 1.1, "s3": 2.0})
+    assert [line.split(" (")[0] for line in lines[1:]] == ["held out s1: B", "held out s2: B", "held out s3: A"]
+    text = report(frame)
+    assert "best peer: 1: KT x, 2: KT x" in text
+    ratio = (1.0 * 1.0 * 2.0) ** (1 / 3) / 1.2  # A's geo-mean ÷ the peer's: identical runs, so no interval width
+    assert f"Tunelab A: 1: {ratio:.3f} [{ratio:.3f}, {ratio:.3f}]" in text
+    with pytest.raises(Exception, match="no runs of 'Tunelab C'"):
+        held_out_choice(frame, ["A", "C"])
+
+
+def test_a_variant_names_a_strategy_and_its_options():
+    assert variant("AUTO") == ("AUTO", {})
+    assert variant("AUTO:then=tpe:patience=2:x=true") == ("AUTO", {"then": "tpe", "patience": 2, "x": True})
+    with pytest.raises(Exception, match="expected NAME:option=value"):
+        variant("AUTO:then")

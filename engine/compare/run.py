@@ -2,7 +2,8 @@
 
 Every run is independent and seeded from (benchmark seed, strategy name, repetition) alone, so a
 comparison gives the same numbers whatever ``jobs`` is and however runs are split between workers,
-and adding a strategy does not change the others' runs. Workers are fresh processes (``spawn``:
+and adding a strategy does not change the others' runs. With ``paired`` the name is left out: repetition i of every
+strategy has the same seed (common random numbers, for comparisons of variants run by run). Workers are fresh processes (``spawn``:
 safe under a threaded dashboard) that rebuild the table once, pin numpy to one thread (two
 processes on two cores must not each start a BLAS thread pool) and run chunks of repetitions. Each run,
 not each chunk, is reported as it ends (workers send a word through a queue), so a slow strategy's chunk
@@ -59,8 +60,10 @@ class Comparison:
         return list(self.params["strategies"])
 
 
-def _run(table: BenchTable, name: str, rep: int, budget: int, seed: int, options: Mapping[str, Any]) -> dict[str, Any]:
-    strategy = make_strategy(name, table.domain, budget, run_seed(seed, name, rep), table.spec.direction, options)
+def _run(table: BenchTable, name: str, rep: int, budget: int, seed: int, options: Mapping[str, Any],
+         paired: bool = False) -> dict[str, Any]:
+    run = run_seed(seed, "" if paired else name, rep)
+    strategy = make_strategy(name, table.domain, budget, run, table.spec.direction, options)
     drive(strategy, table.evaluate)
     answer = strategy.answer
     trace = strategy.trace()
@@ -69,7 +72,7 @@ def _run(table: BenchTable, name: str, rep: int, budget: int, seed: int, options
     return {
         "strategy": name,
         "rep": rep,
-        "seed": run_seed(seed, name, rep),
+        "seed": run,
         "value": answer["value"] if answer else math.nan,
         "slowdown": table.slowdown(answer["value"] if answer else None),
         "budget_used": strategy.used,
@@ -90,11 +93,12 @@ def _init_worker(payload: Mapping[str, Any], runs_done: Any) -> None:
     _WORKER["runs_done"] = runs_done
 
 
-def _run_chunk(name: str, reps: Sequence[int], budget: int, seed: int, options: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _run_chunk(name: str, reps: Sequence[int], budget: int, seed: int, options: Mapping[str, Any],
+               paired: bool) -> list[dict[str, Any]]:
     table, runs_done = _WORKER["table"], _WORKER["runs_done"]
     rows = []
     for rep in reps:
-        rows.append(_run(table, name, rep, budget, seed, options))
+        rows.append(_run(table, name, rep, budget, seed, options, paired))
         runs_done.put(name)
     return rows
 
@@ -140,12 +144,15 @@ def run_benchmark(
     options: Mapping[str, Mapping[str, Any]] | None = None,
     budgets: Mapping[str, int] | None = None,
     progress: Progress | None = None,
+    paired: bool = False,
 ) -> Comparison:
     """Run ``reps`` repetitions of each strategy with ``budget`` (or its own, smaller one from
-    ``budgets``) and ``options[name]``; ``progress(done, total, strategy)`` after each run."""
+    ``budgets``) and ``options[name]``; ``progress(done, total, strategy)`` after each run. With ``paired``,
+    repetition i of every strategy has the same seed."""
     names, options, budgets = check_params(strategies, reps, budget, jobs, options, budgets)
     tasks = [
-        (name, list(range(start, min(start + CHUNK, reps))), min(budget, budgets.get(name, budget)), seed, options.get(name, {}))
+        (name, list(range(start, min(start + CHUNK, reps))), min(budget, budgets.get(name, budget)), seed,
+         options.get(name, {}), paired)
         for name in names
         for start in range(0, reps, CHUNK)
     ]
@@ -163,9 +170,9 @@ def run_benchmark(
         from threadpoolctl import threadpool_limits
 
         with threadpool_limits(1):
-            for name, chunk, b, s, o in tasks:
+            for name, chunk, b, s, o, p in tasks:
                 for rep in chunk:
-                    rows.append(_run(table, name, rep, b, s, o))
+                    rows.append(_run(table, name, rep, b, s, o, p))
                     tell([name])
     else:
         context = get_context("spawn")
@@ -187,6 +194,6 @@ def run_benchmark(
     runs["order"] = runs["strategy"].map({n: i for i, n in enumerate(names)})
     runs = runs.sort_values(["order", "rep"], kind="stable").drop(columns="order").reset_index(drop=True)
     params = {"strategies": names, "reps": reps, "budget": budget, "seed": seed, "jobs": jobs,
-              "options": options, "budgets": budgets}
+              "options": options, "budgets": budgets, **({"paired": True} if paired else {})}
     return Comparison(params=params, runs=runs, table=table.source or table.spec.name, objective=table.objective,
                       optimum=table.optimum, direction=table.spec.direction)
