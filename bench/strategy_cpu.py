@@ -3,10 +3,11 @@
 alternating run by run so that a busy neighbour weighs on each alike.
 
 The CPU is the process's (``time.process_time``): strategy and bookkeeping, no measurement (the caches answer).
-Each method runs once before timing (imports, caches). Printed: per space, each method's median CPU seconds per run
+Each method runs once before timing (imports, caches). Run it from the repository root, as a module (it reads
+bench/peers.py's Optuna driver). Printed: per space, each method's median CPU seconds per run
 and its ratio to Optuna TPE's; then the geometric mean of those ratios over the spaces.
 
-    python bench/strategy_cpu.py [--reps 5] [--budget 200] [--tunelab AUTO,TPE] [--spaces gemm_RTX_3090,...]
+    python -m bench.strategy_cpu [--reps 5] [--budget 200] [--tunelab AUTO,TPE] [--spaces gemm_RTX_3090,...]
 """
 
 from __future__ import annotations
