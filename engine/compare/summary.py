@@ -26,8 +26,8 @@ HEADERS: dict[str, tuple[str, str]] = {
     "strategy": ("Strategy", "The search strategy replayed on the table"),
     "runs": ("Runs", "Repetitions of the strategy"),
     "mean": ("Mean slowdown", "Mean slowdown of the returned configuration (× the table's optimum)"),
-    "mean_low": ("95% low", "Low end of the mean's 95% bootstrap interval over the runs"),
-    "mean_high": ("95% high", "High end of the mean's 95% bootstrap interval over the runs"),
+    "mean_low": ("Low (95%)", "Low end of the mean's 95% bootstrap interval over the runs"),
+    "mean_high": ("High (95%)", "High end of the mean's 95% bootstrap interval over the runs"),
     "vs_best": ("Vs best", "best; within noise (the 95% interval of the difference from the best mean holds 0); "
                 "or worse"),
     "min": ("Min", "Smallest slowdown over the runs"),
