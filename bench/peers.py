@@ -341,6 +341,18 @@ def held_out_choice(frame: pd.DataFrame, candidates: Sequence[str],
     return pd.concat([frame, *chosen], ignore_index=True), lines
 
 
+def cache_paths(spaces: str | None) -> list[Path] | None:
+    """The Kernel Tuner caches of the data folder, or those ``spaces`` names (comma-separated); None without the
+    data folder."""
+    data = data_dir()
+    if data is None:
+        return None
+    paths = sorted((data / "kernel_tuner").glob("*.json.gz"))
+    if spaces:
+        paths = [p for p in paths if p.name.removesuffix(".json.gz") in spaces.split(",")]
+    return paths
+
+
 def budget_list(text: str) -> list[int]:
     """``--budgets``: positive integers (a budget cuts a trace's prefix; 0 or less would cut it from the end)."""
     try:
@@ -386,14 +398,10 @@ def main() -> int:
             print(f"error: {error}", file=sys.stderr)
             return 1
         return 0
-    data = data_dir()
-    if data is None:
+    paths = cache_paths(args.spaces)
+    if paths is None:
         print("the shared data folder is absent", file=sys.stderr)
         return 1
-    paths = sorted((data / "kernel_tuner").glob("*.json.gz"))
-    if args.spaces:
-        wanted = args.spaces.split(",")
-        paths = [p for p in paths if p.name.removesuffix(".json.gz") in wanted]
     kt = [] if args.kt == "none" else list(KT_STRATEGIES) if args.kt == "all" else args.kt.split(",")
     names = list(dict.fromkeys([n for n in args.tunelab.split(",") if n] + candidates))
 

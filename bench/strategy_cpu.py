@@ -21,10 +21,9 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from bench.peers import Cache, optuna_run
+from bench.peers import Cache, cache_paths, optuna_run
 from engine.compare.replay import load_table
 from engine.compare.run import run_benchmark
-from engine.io.paths import data_dir
 from engine.surrogates.difftune.measure import cpu_identity
 
 
@@ -35,13 +34,10 @@ def main() -> int:
     parser.add_argument("--tunelab", default="AUTO,TPE")
     parser.add_argument("--spaces", help="cache names (default: every cache of the data folder's kernel_tuner/)")
     args = parser.parse_args()
-    data = data_dir()
-    if data is None:
+    paths = cache_paths(args.spaces)
+    if paths is None:
         print("the shared data folder is absent", file=sys.stderr)
         return 1
-    paths = sorted((data / "kernel_tuner").glob("*.json.gz"))
-    if args.spaces:
-        paths = [p for p in paths if p.name.removesuffix(".json.gz") in args.spaces.split(",")]
     names = [n for n in args.tunelab.split(",") if n]
     identity = cpu_identity()
     print(f"CPU {identity.model_name} ({identity.short_id}); budget {args.budget}, {args.reps} runs per method "
