@@ -5,7 +5,7 @@ import time
 import streamlit as st
 
 from app.compare_progress import CompareProgress
-from app.components import STUDY_KEY, flash, guard, remembered, show_flash
+from app.components import STUDY_KEY, comparison_summary, flash, guard, remembered, show_flash
 from app.escape import escape_md
 from app.jobs import Job, get_job, start_job
 from app.state import get_store
@@ -22,7 +22,7 @@ from engine.compare.plots import (
     strategy_colours,
 )
 from engine.compare.presets import PRESETS
-from engine.compare.summary import header, summary_table, with_paper
+from engine.compare.summary import header, with_paper
 from engine.strategies import from_form, strategy_class
 from engine.strategies.registry import describe
 from workflows.compare import (
@@ -163,7 +163,7 @@ choice = st.selectbox("Open", options,
                                             f"({saved.set_index('id').loc[i, 'created_at']:%Y-%m-%d %H:%M})",
                       key="cmp_open_select")
 record, comparison = open_comparison(store, choice)
-summary = summary_table(comparison)
+summary = comparison_summary(comparison, store.path, choice)
 paper = st.checkbox("Show the paper's Laplacian figures beside ours", value="time_per_pixel" in name.lower()
                     or "laplacian" in name.lower(), key="cmp_paper")
 shown = with_paper(summary) if paper else summary

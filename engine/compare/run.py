@@ -2,9 +2,9 @@
 
 Every run is independent and seeded from (benchmark seed, strategy name, repetition) alone, so a
 comparison gives the same numbers whatever ``jobs`` is and however runs are split between workers,
-and adding a strategy does not change the others' runs. With ``paired`` the name is left out: repetition i of every
-strategy has the same seed (common random numbers, for comparisons of variants run by run). Workers are fresh processes (``spawn``:
-safe under a threaded dashboard) that rebuild the table once, pin numpy to one thread (two
+and adding a strategy does not change the others' runs. With ``paired`` the name is left out: repetition i of
+every strategy has the same seed (common random numbers, for comparisons of variants run by run). Workers are
+fresh processes (``spawn``: safe under a threaded dashboard) that rebuild the table once, pin numpy to one thread (two
 processes on two cores must not each start a BLAS thread pool) and run chunks of repetitions. Each run,
 not each chunk, is reported as it ends (workers send a word through a queue), so a slow strategy's chunk
 never freezes the progress for minutes.

@@ -67,12 +67,13 @@ PAPER_LAPLACIAN = pd.DataFrame(
 
 def summary_table(comparison: Comparison) -> pd.DataFrame:
     """One row per strategy, in the comparison's order."""
-    rows = []
+    rows, finite_by_name = [], {}
     for name in comparison.strategies:
         runs = comparison.runs[comparison.runs["strategy"] == name]
         slow = runs["slowdown"].to_numpy(dtype=float)
         finite = slow[np.isfinite(slow)]
         budget = runs["budget_used"].to_numpy(dtype=float)
+        finite_by_name[name] = finite
         low, high = mean_interval(finite)
         rows.append({
             "strategy": name,
@@ -88,23 +89,22 @@ def summary_table(comparison: Comparison) -> pd.DataFrame:
             "failed": int(len(slow) - len(finite)),
         })
     table = pd.DataFrame(rows, columns=COLUMNS)
-    table["vs_best"] = _versus_best(comparison, table)
+    table["vs_best"] = _versus_best(table, finite_by_name)
     return table
 
 
-def _versus_best(comparison: Comparison, table: pd.DataFrame) -> list[str]:
-    """Each strategy against the one with the lowest mean slowdown: "best", "within noise" or "worse"."""
+def _versus_best(table: pd.DataFrame, finite_by_name: dict[str, np.ndarray]) -> list[str]:
+    """Each strategy against the one with the lowest mean slowdown: "best", "within noise" or "worse" (blank for a
+    strategy whose runs all failed)."""
     if table["mean"].notna().sum() == 0:
         return [""] * len(table)
     best = str(table.loc[table["mean"].idxmin(), "strategy"])
-    runs = comparison.runs
-    best_slow = runs.loc[runs["strategy"] == best, "slowdown"].to_numpy(dtype=float)
     out = []
     for name, mean in zip(table["strategy"], table["mean"]):
         if name == best or not np.isfinite(mean):
             out.append("best" if name == best else "")
             continue
-        low, _ = difference_interval(runs.loc[runs["strategy"] == name, "slowdown"].to_numpy(dtype=float), best_slow)
+        low, _ = difference_interval(finite_by_name[name], finite_by_name[best])
         out.append("worse" if low > 0 else "within noise")
     return out
 
