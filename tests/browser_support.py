@@ -68,17 +68,24 @@ def served(prepare: Callable[[Path], None]) -> Callable[..., Iterator[str]]:
     return server
 
 
+#: The app has finished the script runs an action asked for: Streamlit marks ``stApp`` "notRunning", that happened
+#: after the page's last websocket message (``STILL_PAGE`` records the moments), and it has stayed so for
+#: ``QUIET_MS``: a page that calls ``st.rerun()`` is "notRunning" for a few milliseconds between its two runs. A
+#: message that starts no run (none is known, but a Streamlit upgrade may add one) counts as answered after 1 s.
+QUIET_MS = 200
+READY = f"""() => {{
+    const app = document.querySelector("[data-testid='stApp']");
+    const now = performance.now();
+    return !!app && app.getAttribute("data-test-script-state") === "notRunning"
+        && now - window.__tunelabChanged > {QUIET_MS}
+        && (window.__tunelabFinished > window.__tunelabSent || now - window.__tunelabSent > 1000);
+}}"""
+
+
 def wait_ready(page) -> None:
-    """Wait until Streamlit has finished running the script. A rerun an interaction triggers may start
-    a moment later, so first give the running-indicator up to a second to appear."""
-    page.wait_for_selector("[data-testid='stApp']")
-    try:
-        page.wait_for_selector("[data-testid='stStatusWidget']", timeout=1_000)
-    except Exception:  # already finished, or no rerun at all
-        pass
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=60_000
-    )
+    """Wait until Streamlit has finished the script runs an interaction or a page load asked for, however soon or
+    late the server starts them: no fixed sleep and no guess at when a rerun begins."""
+    page.wait_for_function(READY, timeout=60_000, polling=50)
 
 
 def grid_cell(page, text: str):

@@ -55,8 +55,9 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-s
                  "--disable-background-networking"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
+    """One chromium per test process; each test file opens its own context in it."""
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian chromium is not installed (make test installs it)")
     from playwright.sync_api import sync_playwright
@@ -67,13 +68,37 @@ def browser():
         instance.close()
 
 
-#: No CSS animations or transitions in the tests' pages: without a GPU, chromium composites every frame of the
-#: app's spinners and fades in software, about a core-second per rerun that tests nothing.
-STILL_PAGE = """document.addEventListener("DOMContentLoaded", () => {
-    const style = document.createElement("style");
-    style.textContent = "*, *::before, *::after { animation: none !important; transition: none !important; }";
-    document.head.appendChild(style);
-});"""
+#: Every test page runs this first. No CSS animations or transitions: without a GPU, chromium composites every frame
+#: of the app's spinners and fades in software, about a core-second per rerun that tests nothing. And the moments
+#: the page last sent the server a message (a rerun request), last saw a script run end and last saw the run state
+#: change, which tell ``browser_support.wait_ready`` that the run an action asked for is over, without a fixed sleep.
+STILL_PAGE = """(() => {
+    window.__tunelabSent = 0;
+    window.__tunelabFinished = -1;
+    window.__tunelabChanged = 0;
+    let state = null;
+    const send = WebSocket.prototype.send;
+    WebSocket.prototype.send = function (data) {
+        window.__tunelabSent = performance.now();
+        return send.call(this, data);
+    };
+    const watchRuns = new MutationObserver(() => {
+        const app = document.querySelector("[data-testid='stApp']");
+        const now = app && app.getAttribute("data-test-script-state");
+        if (now !== state) {
+            state = now;
+            window.__tunelabChanged = performance.now();
+            if (now === "notRunning") window.__tunelabFinished = window.__tunelabChanged;
+        }
+    });
+    document.addEventListener("DOMContentLoaded", () => {
+        const style = document.createElement("style");
+        style.textContent = "*, *::before, *::after { animation: none !important; transition: none !important; }";
+        document.head.appendChild(style);
+        watchRuns.observe(document.body, {subtree: true, childList: true, attributes: true,
+                                          attributeFilter: ["data-test-script-state"]});
+    });
+})();"""
 
 
 def still_context(browser, **options):
@@ -84,13 +109,22 @@ def still_context(browser, **options):
     return context
 
 
-@pytest.fixture
-def page(browser):
+@pytest.fixture(scope="module")
+def module_page(browser):
+    """One tab for a test file. A page load in a new context costs about 7 CPU-s on 2 cores (a new renderer
+    compiling Streamlit's frontend); a ``goto`` in a tab that already ran it about 3, and it still starts a new
+    server session, so each test begins from a fresh app as before."""
     context = still_context(browser, accept_downloads=True)
     page = context.new_page()
     page.set_default_timeout(BROWSER_TIMEOUT_MS)
     yield page
     context.close()
+
+
+@pytest.fixture
+def page(module_page):
+    """The file's tab (``module_page``); every test opens its first page with ``goto``."""
+    return module_page
 
 
 def run_cli(*args: str, db: Path | None = None, check: bool = False, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -1,12 +1,15 @@
 """Issue 30 §2 in chromium: removing a main effect in the effect summary removes the terms that contain it, and the
 panel says so before the click (the model never keeps I(x6^2) without x6). Its own server: run after the profiler
-test on the same server, the first pick's option list did not open (unexplained; noted in issue 30's closing note)."""
+test on the same server, the first pick's option list did not open (noted in issue 30's closing note). A likely cause,
+seen again once tests stopped sleeping after each rerun: the click lands while the page's charts are still being
+drawn and the layout moves; ``_pick`` opens the list again when no option shows."""
 
 from __future__ import annotations
 
 import re
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
 from tests.browser_support import served, wait_ready
@@ -24,8 +27,15 @@ def _pick(page, term: str) -> None:
     chosen = box.locator("[data-baseweb='tag']", has_text=term)
     for _ in range(3):
         if not chosen.count():
-            box.locator("input").click()
-            page.get_by_role("option", name=term, exact=True).click()
+            option = page.get_by_role("option", name=term, exact=True)
+            for _ in range(3):  # the page may still be drawing its charts, and a click while the layout shifts
+                box.locator("input").click()  # lands beside the input: open the list again
+                try:
+                    option.wait_for(timeout=5_000)
+                    break
+                except PlaywrightTimeoutError:
+                    page.keyboard.press("Escape")
+            option.click()
             wait_ready(page)
             page.keyboard.press("Escape")
         try:  # a dropped choice is chosen again after 10 s, not after the whole element timeout
