@@ -19,7 +19,7 @@ from engine.surrogates.difftune.train import split_blocks
 from storage import Store
 from storage.difftune import evaluations, param_tables
 from storage.difftune.experiments import experiments, surrogate
-from tests.conftest import cli, one_line_error, run_cli
+from tests.conftest import cli, one_line_error
 
 BLOCKS = 40
 TINY = ["--embedding", "16", "--hidden", "16", "--layers", "1", "--batch", "64"]
@@ -29,9 +29,10 @@ TINY = ["--embedding", "16", "--hidden", "16", "--layers", "1", "--batch", "64"]
 def world(data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 400-sample data set 'tiny' over 40 anchor blocks and the surrogate 's' trained on it for one epoch."""
     db = tmp_path_factory.mktemp("experiment-args") / "tunelab.duckdb"
-    run_cli("difftune", "dataset", "--arch", "haswell", "--samples", "400", "--limit", str(BLOCKS), "--chunk", "400",
-            "--name", "tiny", db=db, check=True)
-    run_cli("difftune", "train", "--dataset", "tiny", "--name", "s", "--epochs", "1", *TINY, db=db, check=True)
+    # In this process (imports paid once; a subprocess spends ~4 CPU-s importing torch): preparation, not under test.
+    cli("difftune", "dataset", "--arch", "haswell", "--samples", "400", "--limit", str(BLOCKS), "--chunk", "400",
+        "--name", "tiny", db=db, check=True)
+    cli("difftune", "train", "--dataset", "tiny", "--name", "s", "--epochs", "1", *TINY, db=db, check=True)
     return db
 
 

@@ -28,9 +28,10 @@ SMALL = ["--budget", "600", "--epochs", "3"]
 @pytest.fixture(scope="module")
 def trained(data, tmp_path_factory) -> Path:
     db = tmp_path_factory.mktemp("pipeline") / "tunelab.duckdb"
-    run_cli("difftune", "dataset", "--arch", "haswell", "--samples", "1200", "--limit", "40", "--chunk", "400",
-            "--name", "tiny", db=db, check=True)
-    run_cli("difftune", "train", "--dataset", "tiny", "--name", "s", "--epochs", "2", *TINY, db=db, check=True)
+    # In this process (imports paid once; a subprocess spends ~4 CPU-s importing torch): preparation, not under test.
+    cli("difftune", "dataset", "--arch", "haswell", "--samples", "1200", "--limit", "40", "--chunk", "400",
+        "--name", "tiny", db=db, check=True)
+    cli("difftune", "train", "--dataset", "tiny", "--name", "s", "--epochs", "2", *TINY, db=db, check=True)
     return db
 
 

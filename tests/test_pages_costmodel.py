@@ -9,7 +9,7 @@ import pytest
 
 from storage import Store
 from storage.costmodel import evaluations
-from tests.conftest import run_cli
+from tests.conftest import cli
 from tests.page_support import figure, open_section, submit, table
 
 CHEAP = ("heuristic", "gbdt", "default")
@@ -19,8 +19,8 @@ CHEAP = ("heuristic", "gbdt", "default")
 def world(data, tmp_path_factory) -> Path:
     """A database with one evaluation of the three cheap models (3 folds, seed 0), which the dashboard opens."""
     db = tmp_path_factory.mktemp("costmodel-page") / "tunelab.duckdb"
-    run_cli("costmodel", "evaluate", "--models", ",".join(CHEAP), "--seeds", "0", "--folds", "3",
-            "--params", '{"gbdt": {"max_iter": 20}}', db=db, check=True)
+    cli("costmodel", "evaluate", "--models", ",".join(CHEAP), "--seeds", "0", "--folds", "3",
+        "--params", '{"gbdt": {"max_iter": 20}}', db=db, check=True)  # in this process: preparation, not under test
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TUNELAB_DB", str(db))
         yield db

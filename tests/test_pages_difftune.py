@@ -14,7 +14,7 @@ pytest.importorskip("torch")
 
 from storage import Store
 from storage.difftune.experiments import surrogate
-from tests.conftest import run_cli
+from tests.conftest import cli, run_cli
 from tests.page_support import figure, open_section, submit, table
 
 TINY = {"dt_tr_epochs": 1, "dt_tr_embedding": 16, "dt_tr_hidden": 16, "dt_tr_layers": 1, "dt_tr_batch": 64}
@@ -24,8 +24,8 @@ TINY = {"dt_tr_epochs": 1, "dt_tr_embedding": 16, "dt_tr_hidden": 16, "dt_tr_lay
 def world(data, tmp_path_factory) -> Path:
     """A database with a 1,200-sample data set 'tiny' over 40 anchor blocks, which the dashboard opens."""
     db = tmp_path_factory.mktemp("difftune-page") / "tunelab.duckdb"
-    run_cli("difftune", "dataset", "--arch", "haswell", "--samples", "1200", "--limit", "40", "--chunk", "400",
-            "--name", "tiny", db=db, check=True)
+    cli("difftune", "dataset", "--arch", "haswell", "--samples", "1200", "--limit", "40", "--chunk", "400",
+        "--name", "tiny", db=db, check=True)  # in this process: preparation, not under test
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TUNELAB_DB", str(db))
         yield db
