@@ -255,7 +255,7 @@ def report(frame: pd.DataFrame) -> str:
     """The issue's tables: geo-mean per budget and ranking, DLMT vs RS, DLMT's charged measurements, time to 5%."""
     lines = []
     mean = frame.groupby(["method", "budget", "space"])["slowdown"].mean()
-    geo = np.exp(np.log(mean).groupby(["method", "budget"]).mean()).unstack("budget")
+    geo = geo_means(frame)
     within = frame.groupby(["method", "budget"])["within"].mean().unstack("budget")
     lines.append("Geo-mean over spaces of the mean slowdown (best measured ÷ cache best):")
     lines.append(geo.sort_values(geo.columns[-1]).to_string(float_format=lambda v: f"{v:.3f}"))
@@ -267,7 +267,13 @@ def report(frame: pd.DataFrame) -> str:
         lines.append(f"\nRuns that measured no working configuration in {top} (slowdown inf): " + ", ".join(
             f"{method} on {space} ({count})" for (method, space), count in broken.items()))
     lines.append("\nFirst per budget: " + ", ".join(f"{b}: {geo[b].idxmin()} ({geo[b].min():.3f})" for b in geo.columns))
-    lines += versus_best_peer(frame, geo)
+    lines += versus_best_peer(frame)
+    families = frame["space"].map(family)
+    if families.nunique() > 1:  # issue 32 §2: each kernel family against its own best peer
+        for name in sorted(families.unique()):
+            part = frame[families == name]
+            count = part["space"].nunique()
+            lines += versus_best_peer(part, f"{name} ({count} space{'s' if count > 1 else ''})")
     reach = frame[frame["budget"] == top].groupby(["method", "space"])["to_within"].median().unstack("space")
     lines.append(f"\nMedian measurements to the first configuration within 5% (budget {top}; {top + 1} = never):")
     lines.append(reach.to_string(float_format=lambda v: f"{v:.0f}"))
@@ -294,14 +300,28 @@ def _slowdowns(frame: pd.DataFrame, method: str, budget: int) -> dict[str, np.nd
     return {str(space): group["slowdown"].to_numpy(dtype=float) for space, group in rows.groupby("space")}
 
 
-def versus_best_peer(frame: pd.DataFrame, geo: pd.DataFrame) -> list[str]:
-    """Each Tunelab method's geometric mean ÷ the best peer's at each budget, with a 95% bootstrap interval (paired
-    by repetition where both ran the same repetitions on a space: the seeds are common)."""
+def family(space: str) -> str:
+    """A cache's kernel family: the first word of its name (``convolution_milo_A4000`` → ``convolution``)."""
+    return space.split("_", 1)[0]
+
+
+def geo_means(frame: pd.DataFrame) -> pd.DataFrame:
+    """Method × budget: the geometric mean over spaces of each space's mean slowdown."""
+    mean = frame.groupby(["method", "budget", "space"])["slowdown"].mean()
+    return np.exp(np.log(mean).groupby(["method", "budget"]).mean()).unstack("budget")
+
+
+def versus_best_peer(frame: pd.DataFrame, over: str = "every space") -> list[str]:
+    """Each Tunelab method's geometric mean over ``frame``'s spaces ÷ the best peer's there, at each budget, with a
+    95% bootstrap interval (paired by repetition where both ran the same repetitions on a space: the seeds are
+    common)."""
+    geo = geo_means(frame)
     peers = [m for m in geo.index if _is_peer(m)]
     ours = [m for m in geo.index if not _is_peer(m)]
     if not peers or not ours:
         return []
-    lines = ["\nGeo-mean ÷ the best peer's at the same budget, [95% bootstrap interval] (< 1: ahead of every peer):"]
+    lines = [f"\nGeo-mean over {over} ÷ the best peer's at the same budget, [95% bootstrap interval] (< 1: ahead of "
+             f"every peer):"]
     best = {b: geo.loc[peers, b].idxmin() for b in geo.columns}
     lines.append("best peer: " + ", ".join(f"{b}: {best[b]}" for b in geo.columns))
     for method in sorted(ours, key=lambda m: geo.loc[m].iloc[-1]):

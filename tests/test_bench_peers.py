@@ -129,6 +129,23 @@ def test_the_held_out_choice_never_scores_a_space_with_settings_chosen_on_it():
         held_out_choice(frame, ["A", "C"])
 
 
+def test_each_kernel_family_is_set_against_its_own_best_peer():
+    """T leads over every space together (its gemm lead outweighs its convolution lag), yet on convolution a peer
+    is ahead: the family lines say so, each against the peer best on that family."""
+    slow = {"Tunelab T": {"convolution_a": 1.2, "convolution_b": 1.2, "gemm_c": 1.0},
+            "KT x": {"convolution_a": 1.1, "convolution_b": 1.1, "gemm_c": 1.5},
+            "KT y": {"convolution_a": 1.3, "convolution_b": 1.3, "gemm_c": 1.4}}
+    rows = [{"space": space, "method": m, "rep": r, "trace": [value]} for m, by_space in slow.items()
+            for space, value in by_space.items() for r in range(2)]
+    text = report(per_budget(rows, [1]))
+    overall = (1.2 * 1.2 * 1.0) ** (1 / 3) / (1.1 * 1.1 * 1.5) ** (1 / 3)
+    assert overall < 1 and f"Tunelab T: 1: {overall:.3f}" in text
+    convolution = text.split("over convolution (2 spaces)")[1].split("\n\n")[0]
+    assert "best peer: 1: KT x" in convolution and f"Tunelab T: 1: {1.2 / 1.1:.3f}" in convolution
+    gemm = text.split("over gemm (1 space)")[1].split("\n\n")[0]
+    assert "best peer: 1: KT y" in gemm and f"Tunelab T: 1: {1.0 / 1.4:.3f}" in gemm
+
+
 def test_a_variant_names_a_strategy_and_its_options():
     assert variant("AUTO") == ("AUTO", {})
     assert variant("AUTO:then=tpe:patience=2:x=true") == ("AUTO", {"then": "tpe", "patience": 2, "x": True})
