@@ -98,13 +98,14 @@ typecheck: install
 	$(BIN)/mypy
 
 # Two phases: the tests on $(PYTEST_WORKERS) workers, a file's tests on one (module fixtures are built once);
-# then, alone, the browser tests (each file serves a dashboard to a chromium) and those starting Dask clusters
-# (two at once compete for the cores; a cluster's spawned workers hung inside a test worker). The second phase
-# runs even when the first fails, so one run reports every failure.
+# then, alone, the browser tests (each file serves a dashboard to its own tab of the worker's chromium) and those
+# starting Dask clusters (two at once compete for the cores; a cluster's spawned workers hung inside a test worker).
+# The second phase runs even when the first fails, so one run reports every failure.
 PYTEST_WORKERS ?= 2
 # One compute thread per worker (torch, BLAS): two workers each spinning two threads on 2 cores thrash.
 PARALLEL_TESTS = OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
-# Each phase lists its slowest tests: make test has a 10-minute goal on 2 cores (a fresh clone takes ~18 today).
+# Each phase lists its slowest tests: make test has a 10-minute goal on 2 cores (a fresh clone took 15 min, 897 s, at
+# the last count).
 DURATIONS = --durations=12 --durations-min=5
 # mypy (one core) and the bytecode of the test install (the other) side by side; then the tests, writing bytecode.
 test: install system-test-deps lint difftune-harness
