@@ -237,6 +237,25 @@ def test_dlmt_steps_end_after_patience_steps_that_find_nothing_better(table):
     assert make_strategy("AUTO", table.domain, 40, seed=0).patience == 1
 
 
+def test_a_space_filling_prefix_is_measured_first_and_the_first_design_keeps_it(table):
+    s = drive(make_strategy("DLMT", table.domain, 60, seed=5, options={"prefix": 6}), table.evaluate)
+    history = s.history()
+    first = history.iloc[:6]
+    assert (first["step"] == 0).all() and (history["step"].iloc[6:] >= 1).all()
+    assert len(first[table.space.names].drop_duplicates()) == 6
+    for name in ("a", "b"):  # a Latin hypercube's 6 strata: spread over the levels, not piled at the extremes
+        assert first[name].nunique() >= 4
+    plain = drive(make_strategy("DLMT", table.domain, 60, seed=5), table.evaluate)
+    assert plain.log[0]["reused"] == 0
+    ok = int((first["status"] == "ok").sum())
+    assert s.log[0]["reused"] == ok and s.log[0]["design"] == plain.log[0]["design"]  # the same runs, ok ones given
+    resumed = make_strategy("DLMT", table.domain, 60, seed=5, options={"prefix": 6})
+    rows = table.domain.index[:3]
+    resumed.tell_index(rows, *table.evaluate(rows))
+    drive(resumed, table.evaluate)
+    assert (resumed.history()["step"].iloc[3:] >= 1).all()  # what was measured before stands in for the prefix
+
+
 def test_a_subspace_measured_whole_ends_the_steps_instead_of_refitting_it(table):
     # a = 32 leaves 18 configurations, all measured: the next design would be those 18 again and measure nothing
     s = make_strategy("DLMT", table.domain, 40, seed=0)

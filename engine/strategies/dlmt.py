@@ -88,6 +88,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from engine.analysis.options import ADJUSTMENTS, FACTOR_RULES, TRANSFORMS
+from engine.design.lhs import lhs_unit
 from engine.errors import UserError
 from engine.io.jsonable import plain
 from engine.model.choice import default_choice
@@ -110,6 +111,8 @@ SIZE_RULES = ("2k", "orio")
 LOCAL_CENTRES = 5
 #: Residual degrees of freedom a design cut to the budget keeps for its tests.
 MIN_RESIDUAL_DF = 3
+#: Valid configurations the space-filling prefix chooses among when the space has no candidate list.
+PREFIX_POOL = 5000
 ANALYSES = ("fast", "full")
 FIX_RULES = ("top", "all")
 ANOVA_TYPES = (1, 2)
@@ -232,6 +235,8 @@ class DLMT(Strategy):
                "the model is used up goes to a local search from the best measurement (false: the paper's protocol)", "bool"),
         Option("grow", 0.5, "a step that fixed nothing adds this fraction of the design's runs (with ``spend``)", "float",
                low=0, exclusive=True),
+        Option("prefix", 0, "space-filling runs measured before the first design (a maximin Latin hypercube over the "
+               "level indices, each point its nearest valid candidate), which ``reuse`` then forces into it", "int", low=0),
         Option("patience", 0, "steps in a row whose predicted best is no better than every measurement before it, after "
                "which the model's steps end and the budget left goes to the search that follows (0: never)", "int", low=0),
         Option("release", 0.05, "free a fixed factor when a measurement outside the subspace beats the subspace's best "
@@ -263,7 +268,7 @@ class DLMT(Strategy):
         self.reuse, self.threshold, self.transform, self.fix = bool(o["reuse"]), float(o["threshold"]), o["transform"], o["fix"]
         self.steps, self.measure_prediction, self.refine = int(o["steps"]), bool(o["measure_prediction"]), int(o["refine"])
         self.spend, self.grow, self.release = bool(o["spend"]), float(o["grow"]), o["release"]
-        self.patience = int(o["patience"])
+        self.patience, self.prefix = int(o["patience"]), int(o["prefix"])
         self.auto, self.analysis, self.response = bool(o["auto"]), o["analysis"], o["response"]
         self.anova_type = int(o["anova_type"])
         self.rule, self.adjust = o["rule"], o["adjust"]
@@ -292,6 +297,8 @@ class DLMT(Strategy):
             yield from self._refine()
 
     def _steps(self) -> Search:
+        if self.prefix and self.used < self.budget and not len(self.measured(ok_only=False)[0]):
+            yield self._space_filling(min(self.prefix, self.budget - self.used))
         grow, stale = 0, 0
         for step in range(1, self.steps + 1):
             self.step = step
@@ -348,6 +355,25 @@ class DLMT(Strategy):
             entry["fixed"] = {self.domain.names[j]: int(v) for j, v in self.fixed.items()}
             if not self.terms:
                 return
+
+    def _space_filling(self, runs: int) -> np.ndarray:
+        """``runs`` distinct valid configurations spread over the space: a maximin Latin hypercube over the level
+        indices, each point taking its nearest valid candidate not taken yet. A D-optimal design sits at the
+        extremes of the levels; where good configurations are many and inside the box (dedispersion), points
+        spread through it find one sooner, and the first design keeps them as its forced runs."""
+        pool = self.domain.pool(PREFIX_POOL, self.rng)
+        span = np.maximum(self.domain.n_levels - 1, 1).astype(float)
+        scaled = pool / span
+        free = np.ones(len(pool), dtype=bool)
+        chosen = []
+        for point in lhs_unit(runs, len(span), self.rng):
+            distance = np.where(free, ((scaled - point) ** 2).sum(axis=1), np.inf)
+            nearest = int(np.argmin(distance))
+            if not free[nearest]:
+                break  # fewer valid candidates than runs
+            free[nearest] = False
+            chosen.append(nearest)
+        return pool[chosen]
 
     def _affordable(self, sample: np.ndarray, X: np.ndarray, slices: list[slice], n: int,
                     forced: int) -> tuple[np.ndarray, list[slice], int]:
