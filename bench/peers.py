@@ -254,8 +254,8 @@ def per_budget(rows: Sequence[dict[str, Any]], budgets: Sequence[int]) -> pd.Dat
 def report(frame: pd.DataFrame) -> str:
     """The issue's tables: geo-mean per budget and ranking, DLMT vs RS, DLMT's charged measurements, time to 5%."""
     lines = []
-    mean = frame.groupby(["method", "budget", "space"])["slowdown"].mean()
-    geo = geo_means(frame)
+    mean = space_means(frame)
+    geo = geo_means(mean)
     within = frame.groupby(["method", "budget"])["within"].mean().unstack("budget")
     lines.append("Geo-mean over spaces of the mean slowdown (best measured ÷ cache best):")
     lines.append(geo.sort_values(geo.columns[-1]).to_string(float_format=lambda v: f"{v:.3f}"))
@@ -305,9 +305,13 @@ def family(space: str) -> str:
     return space.split("_", 1)[0]
 
 
-def geo_means(frame: pd.DataFrame) -> pd.DataFrame:
-    """Method × budget: the geometric mean over spaces of each space's mean slowdown."""
-    mean = frame.groupby(["method", "budget", "space"])["slowdown"].mean()
+def space_means(frame: pd.DataFrame) -> pd.Series:
+    """Each (method, budget, space)'s mean slowdown over its runs."""
+    return frame.groupby(["method", "budget", "space"])["slowdown"].mean()
+
+
+def geo_means(mean: pd.Series) -> pd.DataFrame:
+    """Method × budget: the geometric mean over spaces of ``space_means``."""
     return np.exp(np.log(mean).groupby(["method", "budget"]).mean()).unstack("budget")
 
 
@@ -315,7 +319,7 @@ def versus_best_peer(frame: pd.DataFrame, over: str = "every space") -> list[str
     """Each Tunelab method's geometric mean over ``frame``'s spaces ÷ the best peer's there, at each budget, with a
     95% bootstrap interval (paired by repetition where both ran the same repetitions on a space: the seeds are
     common)."""
-    geo = geo_means(frame)
+    geo = geo_means(space_means(frame))
     peers = [m for m in geo.index if _is_peer(m)]
     ours = [m for m in geo.index if not _is_peer(m)]
     if not peers or not ours:
