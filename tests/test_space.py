@@ -162,3 +162,18 @@ def test_an_unconstrained_space_counts_exactly_however_large():
     huge = Space([Factor(f"f{i}", "ordinal", tuple(range(30))) for i in range(8)])
     assert not huge.enumerable
     assert valid_count(huge) == (30**8, True)
+
+
+def test_level_lookup_and_keys_tell_apart_values_that_python_calls_equal():
+    """1, 1.0 and True are one dict key to Python; as a categorical's levels "1" and "1.0" they are not."""
+    import json
+
+    from engine.space.configs import config_keys
+
+    space = Space([Factor("c", "categorical", ("1", "1.0", "x")), Factor("b", "boolean", None),
+                   Factor("n", "ordinal", (0.5, 2))])
+    values = np.array([1, 1.0, True, "1", "x", 2, None, [1]], dtype=object)
+    assert space.factor("c").index_of(values).tolist() == [0, 1, -1, 0, 2, -1, -1, -1]
+    frame = pd.DataFrame({"c": ["1.0", "x", "1"], "b": [1, "false", True], "n": [2, 0.5, np.float64(2.0)]})
+    assert config_keys(space, frame) == [json.dumps(row, separators=(",", ":"))
+                                         for row in (["1.0", True, 2], ["x", False, 0.5], ["1", True, 2])]

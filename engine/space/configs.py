@@ -21,11 +21,10 @@ if TYPE_CHECKING:  # pandas at run time only where a frame is built: listing stu
 def config_keys(space: Space, frame: pd.DataFrame) -> list[str]:
     """Key of every row of ``frame`` (values must be levels of their factors)."""
     index = space.to_level_index(frame)
-    levels = [f.levels for f in space.factors]
-    return [
-        json.dumps([plain(levels[j][i]) for j, i in enumerate(row)], separators=(",", ":"))
-        for row in index.tolist()
-    ]
+    # Each level's JSON text once; a key is the row's texts joined as json.dumps would write the list.
+    texts = [[json.dumps(plain(level)) for level in f.levels] for f in space.factors]
+    columns = [[texts[j][i] for i in column] for j, column in enumerate(index.T.tolist())]
+    return ["[" + ",".join(parts) + "]" for parts in zip(*columns)] if columns else ["[]"] * len(frame)
 
 
 def config_key(space: Space, config: Mapping[str, Any]) -> str:

@@ -186,7 +186,18 @@ class Factor:
         import numpy as np
 
         lookup = {self._key(v): i for i, v in enumerate(self.levels)}
-        return np.array([lookup.get(self._key(v), -1) for v in values], dtype=np.int64)
+        # A table column repeats a few values thousands of times: each distinct (type, value) is keyed once.
+        # The type is part of the memo's key because 1, 1.0 and True are one dict key but not one level text.
+        memo: dict[tuple[type, Any], int] = {}
+        out = np.empty(len(values), dtype=np.int64)
+        for n, value in enumerate(values):
+            try:
+                out[n] = memo[(value.__class__, value)]
+            except KeyError:
+                out[n] = memo[(value.__class__, value)] = lookup.get(self._key(value), -1)
+            except TypeError:  # unhashable: never a level's key, but keyed as the others are
+                out[n] = lookup.get(self._key(value), -1)
+        return out
 
     def _key(self, value: Any) -> bool | str | float | None:
         if self.kind == "boolean":
