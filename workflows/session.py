@@ -252,12 +252,14 @@ class StudySession:
 
     # -- tuning with a strategy, and the decisions it waits for ------------------------------------
     def tune(self, strategy: str, budget: int, *, seed: int = 0, options: Mapping[str, Any] | None = None,
-             auto: bool = False, echo: Echo | None = None) -> Tuned:
+             auto: bool = False, echo: Echo | None = None, executor: str = "auto", workers: int | None = None,
+             scheduler: str | None = None) -> Tuned:
         """Run a strategy with the study's runner until its budget is spent or it waits for a person;
         every measurement and decision is stored as it comes. Run again to resume: what is stored
         answers the replay without measuring twice, a configuration stored with only some of its
-        repeats gets the rest, and the decisions taken since apply in order."""
-        from engine.execution import Campaign, review
+        repeats gets the rest, and the decisions taken since apply in order. ``executor``, ``workers`` and
+        ``scheduler`` as for :meth:`measure`: the strategy proposes as many configurations as the workers take."""
+        from engine.execution import Campaign, executor_from_name, review
         from engine.execution.tuning import candidates_for, tune
         from engine.strategies import Domain, make_strategy, options_of
         from workflows.recording import store_recorder
@@ -287,8 +289,10 @@ class StudySession:
                 store.log_decision(study, **review.log_entry(run_id, proposal, step))
             return answer
 
-        result = tune(searcher, Campaign(self.runner(), space=self.spec.space), record, log,
-                      stored=store.measurements(self.name), review=ask_person)
+        runner = self.runner()
+        with executor_from_name(executor, workers=workers, scheduler=scheduler or None, runner=runner) as pool:
+            result = tune(searcher, Campaign(runner, pool, space=self.spec.space), record, log,
+                          stored=store.measurements(self.name), review=ask_person)
         return Tuned(searcher.name, searcher.step, result, searcher.pending_decision)
 
     def notes(self) -> str:

@@ -30,6 +30,9 @@ def check_executor_args(args: argparse.Namespace) -> None:
     """Refuse contradictory executor flags before anything is opened or started."""
     if args.scheduler and args.executor != "dask":
         raise ValueError(f"--scheduler {args.scheduler}: only used with --executor dask")
+    if args.scheduler and args.workers is not None:
+        raise ValueError(f"--workers {args.workers}: a cluster at --scheduler has the workers it was started with; "
+                         "start more there (dask worker ADDRESS --nthreads 1)")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

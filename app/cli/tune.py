@@ -1,6 +1,10 @@
 """``tunelab tune``: run a search strategy on a study headless; every measurement is stored as it arrives.
 
-    tunelab tune --study NAME --strategy DLMT --budget 60 --auto [--json]
+    tunelab tune --study NAME --strategy DLMT --budget 60 --auto [--executor local --workers 8] [--json]
+
+With a parallel executor (a process pool, a Dask cluster) the strategy proposes as many configurations as the
+workers take: a design's runs at once, and model-based picks made while others are measuring (each pending one
+stands at the mean measured so far, the constant liar; TPE keeps it as a running trial).
 
 Prints the best configuration, its value, the budget used (in configurations) and the measurements
 behind them: those taken now and those found stored. Running the same command again resumes a run
@@ -19,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from app.cli._common import MAX_COUNT, MAX_SEED, add_json, bounded, open_store
 from app.cli._output import emit
+from app.cli.run import add_executor, check_executor_args
 
 if TYPE_CHECKING:
     from workflows.session import Tuned
@@ -34,6 +39,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--options", metavar="JSON", help='strategy options, e.g. \'{"threshold": 0.01}\'')
     p.add_argument("--auto", action="store_true",
                    help="accept every DLMT decision automatically (without it: stop at each one for a person)")
+    add_executor(p)
     add_json(p)
     p.set_defaults(func=run)
 
@@ -50,10 +56,12 @@ def run(args: argparse.Namespace) -> int:
     from app.cli._options import check_strategy_options, parse_json
     from workflows import StudySession
 
+    check_executor_args(args)
     options = check_strategy_options(args.strategy, parse_json(args.options))
     with open_store(args) as store:
         session = StudySession(store, args.study)
-        tuned = session.tune(args.strategy, args.budget, seed=args.seed, options=options, auto=args.auto)
+        tuned = session.tune(args.strategy, args.budget, seed=args.seed, options=options, auto=args.auto,
+                             executor=args.executor, workers=args.workers, scheduler=args.scheduler)
     result, waiting, objective = tuned.result, tuned.waiting, session.spec.objective
     data = {"study": args.study, "strategy": tuned.strategy, "objective": objective, **result.to_dict()}
     if waiting is not None:

@@ -87,6 +87,57 @@ def stored_repeats(space: Space, measurements: pd.DataFrame) -> dict[str, int]:
     return {str(k): int(v) for k, v in counts.items()}
 
 
+class Flight:
+    """Tasks measuring through an executor, fed and drained one at a time: what :meth:`Campaign.run` loops over, and
+    what a tuning run keeps full while its strategy proposes (:func:`engine.execution.tuning.tune`).
+
+    ``room`` is read from the executor each time, so a cluster's workers that join or leave during a run widen or
+    narrow it within one poll (one task queued behind the running ones keeps every worker busy)."""
+
+    def __init__(self, executor: Executor, on_result: Callable[[dict[str, Any], MeasureResult], None]) -> None:
+        self.executor = executor
+        self.on_result = on_result
+        self.tasks: dict[Any, Task] = {}
+
+    @property
+    def slots(self) -> int:
+        return max(1, self.executor.slots())
+
+    @property
+    def room(self) -> int:
+        return self.slots + 1 - len(self.tasks)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.tasks)
+
+    def submit(self, task: Task) -> None:
+        self.tasks[self.executor.submit(task)] = task
+
+    def wait(self, timeout: float) -> list[tuple[Task, list[MeasureResult]]]:
+        """The tasks that finished (waiting at most ``timeout`` s for the first), each result handed to
+        ``on_result`` first; if it raises, the tasks left are cancelled (:meth:`close`) by the caller."""
+        finished = []
+        for handle in self.executor.wait_any(list(self.tasks), timeout):
+            task = self.tasks.pop(handle)
+            results = self.executor.result(handle, task)
+            for result in results:
+                self.on_result(task.config, result)
+            finished.append((task, results))
+        return finished
+
+    def cancel_queued(self) -> None:
+        """Drop the tasks not started yet (those running still report)."""
+        for handle in list(self.tasks):
+            if self.executor.cancel(handle):
+                del self.tasks[handle]
+
+    def close(self) -> None:
+        for handle in self.tasks:
+            self.executor.cancel(handle)
+        self.tasks = {}
+
+
 class Campaign:
     """Measure configurations with ``runner`` through ``executor`` (default: in this process)."""
 
@@ -107,6 +158,11 @@ class Campaign:
     @property
     def cancelled(self) -> bool:
         return self._cancel.is_set()
+
+    def flight(self, on_result: Callable[[dict[str, Any], MeasureResult], None]) -> Flight:
+        """The executor bound to this campaign's runner, ready to take tasks (:meth:`plan`'s)."""
+        self.executor.bind(self.runner)
+        return Flight(self.executor, on_result)
 
     def plan(self, configs: pd.DataFrame | Iterable[Mapping[str, Any]],
              done: Mapping[str, int] | None = None) -> tuple[list[Task], int]:
@@ -153,30 +209,22 @@ class Campaign:
             on_progress(progress)
         if not tasks:
             return progress
-        self.executor.bind(self.runner)
-        window = self.executor.slots() + 1  # one queued behind the running ones keeps workers busy
+        flight = self.flight(on_result)
         pending = iter(tasks)
-        in_flight: dict[Any, Task] = {}
         exhausted = False
         try:
             while True:
-                while not self.cancelled and not exhausted and len(in_flight) < window:
+                while not self.cancelled and not exhausted and flight.room > 0:
                     task = next(pending, None)
                     if task is None:
                         exhausted = True
                     else:
-                        in_flight[self.executor.submit(task)] = task
+                        flight.submit(task)
                 if self.cancelled:
-                    for handle in list(in_flight):
-                        if self.executor.cancel(handle):
-                            del in_flight[handle]
-                if not in_flight:
+                    flight.cancel_queued()
+                if not flight.busy:
                     break
-                for handle in self.executor.wait_any(list(in_flight), POLL_S):
-                    task = in_flight.pop(handle)
-                    results = self.executor.result(handle, task)
-                    for result in results:
-                        on_result(task.config, result)
+                for task, results in flight.wait(POLL_S):
                     good = sum(r.ok for r in results)
                     progress = replace(progress, completed=progress.completed + 1, results=progress.results + len(results),
                                        ok=progress.ok + good, not_ok=progress.not_ok + len(results) - good,
@@ -184,6 +232,5 @@ class Campaign:
                     if on_progress is not None:
                         on_progress(progress)
         finally:
-            for handle in in_flight:
-                self.executor.cancel(handle)
+            flight.close()
         return replace(progress, elapsed_s=time.perf_counter() - started, cancelled=self.cancelled)

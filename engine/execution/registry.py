@@ -37,6 +37,8 @@ def executor_from_name(name: str, *, workers: int | None = None, scheduler: str 
 
     if scheduler and name != "dask":
         raise UserError(f"scheduler {brief(scheduler)}: only used with the dask executor")
+    if scheduler and workers is not None:
+        raise UserError(f"workers {workers}: a cluster at scheduler {brief(scheduler)} has the workers it was started with")
     if name == "auto" and workers is not None:
         name = "local"  # asking for workers asks for the pool
     name = resolved(name, runner)

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import pandas as pd
 
-from engine.execution.campaign import stored_repeats
+from engine.execution.campaign import POLL_S, Flight, as_configs, stored_repeats
+from engine.execution.worker import Task
 from engine.io.jsonable import plain
 from engine.runners.base import MeasureResult
 from engine.strategies.base import Strategy
@@ -52,7 +53,9 @@ class Outcome(Protocol):
 class Measures(Protocol):
     """What :func:`tune` needs of a campaign (:class:`engine.execution.campaign.Campaign`)."""
 
-    def run(self, configs: pd.DataFrame, on_result: OnResult, *, done: Mapping[str, int] | None = None) -> object: ...
+    def plan(self, configs: list[dict[str, Any]], done: Mapping[str, int] | None = None) -> tuple[list[Task], int]: ...
+
+    def flight(self, on_result: OnResult) -> Flight: ...
 
 
 @dataclass(frozen=True)
@@ -101,48 +104,64 @@ def tune(
     strategy, and only the missing repeats are measured (a replayed run retraces its steps for free,
     a killed one completes the configuration it was committing). ``review(proposal, step)`` answers
     a strategy that waits for a person: the taken decision, or None to stop here
-    (engine.execution.review keeps those in the decisions log)."""
-    measurements = reused = completed = logged = 0
+    (engine.execution.review keeps those in the decisions log).
+
+    The campaign's executor is kept full: whenever it has room, the strategy is asked for that many
+    configurations (a design's runs, or picks made while others are pending: ``Strategy.parallel`` follows the
+    executor's slots, which a cluster's joining workers widen), and each result is told the moment it arrives."""
     names = strategy.domain.names
     answers = _stored_results(stored, names)
     done = stored_repeats(strategy.domain.space, stored) if stored is not None else {}
-    while not strategy.finished:
-        configs = strategy.ask()
-        if configs.empty:
-            proposal = strategy.pending_decision
-            answer = review(proposal, strategy.step) if proposal is not None and review is not None else None
-            if answer is None:
-                break
-            strategy.resolve(answer)
-            continue
-        keys = [tuple(plain(v) for v in row) for row in configs.itertuples(index=False)]
-        results: dict[Key, list[Outcome]] = {key: list(answers[key]) for key in keys if key in answers}
-        fresh: dict[Key, list[Outcome]] = {}
-        campaign.run(configs, _collector(fresh, names, strategy, record), done=done)
-        measurements += sum(map(len, fresh.values()))
-        reused += sum(map(len, results.values()))
-        completed += sum(key in results for key in fresh)
-        for key, got in fresh.items():
-            results.setdefault(key, []).extend(got)
-        values: list[float | None] = []
-        statuses: list[str] = []
-        for key in keys:
-            got = results.get(key, [])
-            ok = [r.value for r in got if r.status == "ok" and r.value is not None and math.isfinite(r.value)]
-            if ok:
-                values.append(float(np.mean(ok)))
-                statuses.append("ok")
-            else:
-                values.append(None)
-                statuses.append(got[-1].status if got else "failed")
-        strategy.tell(configs, values, statuses)
+    fresh: dict[Key, list[Outcome]] = {}
+    flight = campaign.flight(_collector(fresh, names, strategy, record))
+    counts = {"measurements": 0, "reused": 0, "completed": 0, "logged": 0}
+
+    def tell(key: Key, config: dict[str, Any]) -> None:
+        got = list(answers.get(key, []))
+        new = fresh.pop(key, [])
+        counts["measurements"] += len(new)
+        counts["reused"] += len(got)
+        counts["completed"] += bool(got and new)
+        value, status = _summary(got + new)
+        strategy.tell([config], [value], [status])
         decisions = getattr(strategy, "decisions", [])
-        for decision in decisions[logged:]:
+        for decision in decisions[counts["logged"]:]:
             if on_decision is not None:
                 on_decision(decision, int(decision.evidence.get("step") or strategy.step))
-        logged = len(decisions)
-    return TuningResult(strategy.best, strategy.used, strategy.budget, measurements, reused, completed, logged,
-                        strategy.finished, strategy.pending_decision is not None)
+        counts["logged"] = len(decisions)
+
+    try:
+        while True:
+            strategy.parallel = flight.slots
+            asked = strategy.ask(flight.room) if flight.room > 0 and not strategy.finished else None
+            if (asked is None or asked.empty) and not flight.busy:
+                proposal = strategy.pending_decision
+                answer = review(proposal, strategy.step) if proposal is not None and review is not None else None
+                if answer is None:
+                    break
+                strategy.resolve(answer)
+                continue
+            for config in as_configs(asked if asked is not None else [], names):
+                tasks, _ = campaign.plan([config], done)
+                key = tuple(config[n] for n in names)
+                if tasks:
+                    flight.submit(tasks[0])
+                else:
+                    tell(key, config)
+            for task, _ in flight.wait(POLL_S):
+                tell(tuple(task.config[n] for n in names), task.config)
+    finally:
+        flight.close()
+    return TuningResult(strategy.best, strategy.used, strategy.budget, counts["measurements"], counts["reused"],
+                        counts["completed"], counts["logged"], strategy.finished, strategy.pending_decision is not None)
+
+
+def _summary(results: list[Outcome]) -> tuple[float | None, str]:
+    """Repeats of one configuration as the strategy is told them: the mean of the ok ones, else the last status."""
+    ok = [r.value for r in results if r.status == "ok" and r.value is not None and math.isfinite(r.value)]
+    if ok:
+        return float(np.mean(ok)), "ok"
+    return None, results[-1].status if results else "failed"
 
 
 def _collector(results: dict[Key, list[Outcome]], names: list[str], strategy: Strategy,

@@ -41,7 +41,7 @@ import numpy as np
 from engine.errors import UserError
 from engine.space.factors import Space
 from engine.strategies import optuna_tpe
-from engine.strategies.base import Search
+from engine.strategies.base import Pick, Search
 from engine.strategies.bayes import EISettings, ei_steps
 from engine.strategies.dlmt import DLMT
 from engine.strategies.domain import Domain
@@ -101,4 +101,4 @@ class Auto(DLMT):
                 row = moves[(turn + 1) % 2]()
             if row is None:
                 return
-            yield row[None, :]
+            yield Pick(row)

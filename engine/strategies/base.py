@@ -14,6 +14,12 @@ person answers (DLMT's human-in-the-loop steps). The base class turns that into 
   batch cannot be finished within the budget, its remaining rows come back as ``skipped``.
 * The best measured configuration, the history and the best-so-far trace are kept here, so every
   strategy reports them the same way.
+* **Pending points** (issue 35): a search that picks one configuration at a time from what the ledger holds
+  (forest, BO, TPE, local moves) yields a :class:`Pick`. With :attr:`Strategy.parallel` above 1, the base hands
+  it out and, while it is measured, lets the search go on as if it had come back at the *constant liar*'s value
+  (:data:`LIAR`): the pending configuration counts as measured in :meth:`Strategy.measured` at that value, and
+  the search's own Results give it the status :data:`PENDING`. Its real result replaces the lie in the ledger
+  when it is told. At most ``parallel`` configurations are out at once, and never more than the budget left.
 
 Everything inside works on integer codes and numpy arrays; the DataFrame methods are thin wrappers.
 """
@@ -37,6 +43,13 @@ from engine.strategies.options import Option, resolve
 
 #: Status of batch rows that were never measured because the budget ran out.
 SKIPPED = "skipped"
+#: Status, in a search's Results, of a :class:`Pick` still being measured (the loss is the liar's value).
+PENDING = "pending"
+#: The constant liar: a pending configuration stands in the ledger at the mean loss measured so far. The
+#: minimum sends the next picks next to the pending ones and the maximum away from them; the mean, chosen by
+#: ``bench/batch_tuning.py`` over the shared Kernel Tuner caches (k = 8), keeps the batch's picks apart without
+#: steering the search away from the good region.
+LIAR = "mean"
 #: Consecutive batches answered entirely from the ledger after which a search is over (it only
 #: proposes what it has already measured).
 MAX_FREE_BATCHES = 1000
@@ -58,6 +71,15 @@ class Results:
 
 
 @dataclass(frozen=True)
+class Pick:
+    """Yielded by a search that reads what it has measured from the ledger (:meth:`Strategy.measured`), not from
+    the Results it is sent: one configuration (level indices) that may still be measuring when the search goes on
+    (pending points, see the module docstring). With ``parallel`` 1 it is a one-row batch."""
+
+    row: np.ndarray
+
+
+@dataclass(frozen=True)
 class AwaitDecision:
     """Yielded by a strategy that needs a person's answer before it can go on."""
 
@@ -66,7 +88,7 @@ class AwaitDecision:
 
 #: What :meth:`Strategy._search` is: it yields batches (or decisions to wait for) and is sent their
 #: :class:`Results` (or the decision's answer).
-Search = Generator[np.ndarray | AwaitDecision, Any, None]
+Search = Generator[np.ndarray | Pick | AwaitDecision, Any, None]
 
 
 class Strategy:
@@ -107,6 +129,9 @@ class Strategy:
         self._waiting: AwaitDecision | None = None
         self._finished = False
         self._free_batches = 0
+        #: How many configurations may be measuring at once: the driver sets it to its workers (tuning.tune).
+        self.parallel = 1
+        self._speculative: dict[int, float] = {}  # pending Picks handed out: code -> the liar's loss
 
     # -- what subclasses write ---------------------------------------------------------------------
     def _search(self) -> Search:
@@ -117,11 +142,17 @@ class Strategy:
         return np.asarray(index, dtype=np.int64).reshape(-1, len(self.domain.names))
 
     def known(self, codes: Sequence[int]) -> np.ndarray:
-        """Loss of each code already measured (+inf where failed or unknown)."""
-        return np.array([self._known.get(int(c), (math.inf, ""))[0] for c in codes], dtype=float)
+        """Loss of each code already measured (+inf where failed or unknown; the liar's where pending)."""
+        return np.array([self._speculative.get(int(c), self._known.get(int(c), (math.inf, ""))[0]) for c in codes],
+                        dtype=float)
 
     def is_known(self, code: int) -> bool:
-        return int(code) in self._known
+        """Whether ``code`` was measured or is being measured (a pending Pick)."""
+        return int(code) in self._known or int(code) in self._speculative
+
+    def result_of(self, code: int) -> tuple[float, str] | None:
+        """The loss and status measured for ``code``; None while it is pending or was never measured."""
+        return self._known.get(int(code))
 
     def is_charged(self, code: int) -> bool:
         """Whether ``code`` was measured and paid for (a free result, e.g. ``invalid``, was not)."""
@@ -129,8 +160,10 @@ class Strategy:
         return entry is not None and entry[1] not in self.free_statuses
 
     def measured(self, ok_only: bool = True) -> tuple[np.ndarray, np.ndarray]:
-        """Codes and losses of every distinct configuration measured so far (ok ones by default)."""
+        """Codes and losses of every distinct configuration measured so far (ok ones by default), pending Picks
+        among them at the liar's value (with ``ok_only``, only once the liar has a finite value to stand at)."""
         items = [(c, v[0]) for c, v in self._known.items() if not ok_only or v[1] == "ok"]
+        items += [(c, v) for c, v in self._speculative.items() if not ok_only or math.isfinite(v)]
         if not items:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         codes, loss = zip(*items)
@@ -139,6 +172,11 @@ class Strategy:
     @property
     def remaining(self) -> int:
         return self.budget - self.used
+
+    @property
+    def in_flight(self) -> int:
+        """Configurations handed out and not yet told."""
+        return len(self._outstanding) + len(self._speculative)
 
     def charge(self, count: int) -> None:
         """Charge ``count`` more measurements (capped by the budget left) for configurations the
@@ -171,16 +209,19 @@ class Strategy:
                     break
                 self._advance(None)
                 continue
-            room = self.budget - self.used - len(self._outstanding)
+            room = self.budget - self.used - self.in_flight
             while self._queue and room > 0 and len(out) < limit:
                 code = self._queue.pop(0)
                 self._outstanding[code] = self._batch["pending"].pop(code)
                 out.append(code)
                 room -= 1
-            if self._queue and room <= 0 and not self._outstanding:
+            if self._queue and room <= 0 and not self.in_flight:
                 self._skip_rest()
             if not self._queue and not self._outstanding:
                 self._complete()
+                continue
+            if not self._queue and self._batch["pick"] and self.in_flight < min(self.parallel, self.budget - self.used):
+                self._speculate()
                 continue
             break
         return self.domain.decode(np.array(out, dtype=np.int64))
@@ -194,6 +235,7 @@ class Strategy:
         if not (len(numbers) == len(statuses) == len(index)):
             raise UserError(f"tell: {len(index)} configurations, {len(numbers)} values and {len(statuses)} statuses")
         for code, value, status in zip(self.domain.encode(index).tolist(), numbers, statuses):
+            self._speculative.pop(code, None)
             loss, status = self._record(code, value, status)
             positions = self._outstanding.pop(code, None)
             if positions is None and self._batch is not None and code in self._batch["pending"]:
@@ -203,7 +245,7 @@ class Strategy:
                 assert self._batch is not None  # an outstanding code is a row of the current batch
                 self._batch["loss"][positions] = loss
                 self._batch["status"][positions] = status
-        if self._batch is not None and not self._outstanding and self._queue and self.used >= self.budget:
+        if self._batch is not None and not self.in_flight and self._queue and self.used >= self.budget:
             self._skip_rest()
         if self._batch is not None and not self._queue and not self._outstanding:
             self._complete()
@@ -310,9 +352,12 @@ class Strategy:
         if isinstance(item, AwaitDecision):
             self._waiting = item
             return
-        self._start(np.asarray(item, dtype=np.int64).reshape(-1, len(self.domain.names)))
+        if isinstance(item, Pick):
+            self._start(np.asarray(item.row, dtype=np.int64).reshape(1, len(self.domain.names)), pick=True)
+        else:
+            self._start(np.asarray(item, dtype=np.int64).reshape(-1, len(self.domain.names)))
 
-    def _start(self, index: np.ndarray) -> None:
+    def _start(self, index: np.ndarray, pick: bool = False) -> None:
         feasible = self.domain.feasible(index)
         codes = self.domain.encode(np.where(feasible[:, None], index, 0)).tolist()
         loss = np.full(len(index), math.inf)
@@ -323,6 +368,9 @@ class Strategy:
                 status[i] = "invalid"
             elif code in self._known:
                 loss[i], status[i] = self._known[code]
+            elif code in self._speculative or code in self._outstanding:  # measuring: wait for it, not hand it out
+                self._speculative.pop(code, None)
+                self._outstanding.setdefault(code, []).append(i)
             elif code in pending:
                 pending[code].append(i)
             else:
@@ -330,11 +378,24 @@ class Strategy:
         if pending and self.used >= self.budget:
             self._finished = True  # nothing more can be paid for: the search ends here
             return
-        self._batch = {"index": index, "loss": loss, "status": status, "pending": pending}
+        self._batch = {"index": index, "loss": loss, "status": status, "pending": pending, "pick": pick}
         self._queue = list(pending)
         self._free_batches = 0 if pending else self._free_batches + 1
         if self._free_batches > MAX_FREE_BATCHES:
             self._batch, self._queue, self._finished = None, [], True
+
+    def _speculate(self) -> None:
+        """Complete the open Pick while it is measured: the search is told it is pending at the liar's value."""
+        assert self._batch is not None  # called only while a Pick is out
+        real = np.array([loss for loss, status in self._known.values() if status == "ok"])
+        liar = math.inf if not len(real) else float(real.min() if LIAR == "min" else real.max() if LIAR == "max"
+                                                    else real.mean())
+        for code, positions in self._outstanding.items():
+            self._speculative[code] = liar
+            self._batch["loss"][positions] = liar
+            self._batch["status"][positions] = PENDING
+        self._outstanding = {}
+        self._complete()
 
     def _skip_rest(self) -> None:
         assert self._batch is not None  # called only while a batch is open
@@ -353,7 +414,7 @@ Evaluate = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 def drive(strategy: Strategy, evaluate: Evaluate, batch: int | None = None) -> Strategy:
     """Run ``strategy`` to the end against ``evaluate(index) -> (values, statuses)`` (auto mode:
-    a strategy that waits for a decision stops there)."""
+    a strategy that waits for a decision stops there); ``batch`` caps how many configurations are asked at once."""
     while not strategy.finished:
         index = strategy.ask_index(batch)
         if not len(index):

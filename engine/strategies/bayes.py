@@ -28,7 +28,7 @@ from scipy import linalg, optimize, special
 
 from engine.errors import UserError
 from engine.space.factors import Space
-from engine.strategies.base import Search, Strategy
+from engine.strategies.base import Pick, Search, Strategy
 from engine.strategies.domain import Domain
 from engine.strategies.options import Option
 
@@ -185,7 +185,7 @@ def ei_steps(strategy: Strategy, cand: np.ndarray, settings: EISettings) -> Sear
             pick = open_rows[int(np.argmax(expected_improvement(mu, s, best, settings.xi)))]
         steps += 1
         strategy.step = first + steps
-        yield cand[pick][None, :]
+        yield Pick(cand[pick])
 
 
 def _failed(strategy: Strategy, tried: np.ndarray, measured: np.ndarray) -> np.ndarray:

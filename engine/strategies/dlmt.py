@@ -95,7 +95,7 @@ from engine.model.choice import default_choice
 from engine.model.columns import CODINGS, TermColumns, TermSpec, parse_term, term_name
 from engine.space.factors import Space
 from engine.strategies import fastlm
-from engine.strategies.base import AwaitDecision, Search, Strategy
+from engine.strategies.base import AwaitDecision, Pick, Search, Strategy
 from engine.strategies.design import doptimal_rows, estimable_terms
 from engine.strategies.domain import Domain
 from engine.strategies.greedy import neighbours
@@ -435,7 +435,7 @@ class DLMT(Strategy):
             row = self._next_move()
             if row is None:
                 return
-            yield row[None, :]
+            yield Pick(row)
 
     def _next_move(self) -> np.ndarray | None:
         """A random unmeasured valid one-level move of the best measurement that has one (of the best

@@ -30,7 +30,7 @@ import numpy as np
 
 from engine.errors import UserError
 from engine.space.factors import Factor, Space
-from engine.strategies.base import Search, Strategy
+from engine.strategies.base import PENDING, Pick, Search, Strategy
 from engine.strategies.domain import Domain
 from engine.strategies.options import Option
 
@@ -110,7 +110,7 @@ def told_study(strategy: Strategy, settings: TPESettings, levels: _Levels) -> An
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # multivariate: stable in practice
         sampler = optuna.samplers.TPESampler(seed=strategy.seed, n_startup_trials=settings.startup,
-                                             multivariate=settings.multivariate)
+                                             multivariate=settings.multivariate, constant_liar=strategy.parallel > 1)
     study = optuna.create_study(direction="minimize", sampler=sampler)
     dists = levels.distributions()
     good = set(strategy.measured()[0].tolist())
@@ -124,27 +124,41 @@ def told_study(strategy: Strategy, settings: TPESettings, levels: _Levels) -> An
 
 def tpe_steps(strategy: Strategy, settings: TPESettings) -> Search:
     """TPE's loop until ``strategy``'s budget is spent, from what it has measured already: TPE's own search, and
-    the search of a strategy that hands its budget over to TPE."""
-    from optuna.trial import TrialState
-
+    the search of a strategy that hands its budget over to TPE. A pick still measuring stays a running trial,
+    which Optuna's ``constant_liar`` keeps the next suggestions away from, and is told once its result is in."""
     levels = _Levels(strategy.domain.space, settings.encoding)
     study = told_study(strategy, settings, levels)
     dists = levels.distributions()
+    running: dict[int, Any] = {}
     while strategy.used < strategy.budget:
+        for code in [c for c in running if strategy.result_of(c) is not None]:
+            loss, status = strategy.result_of(code)  # type: ignore[misc]  # not None: filtered just above
+            _tell(study, running.pop(code), loss, status)
         trial = study.ask(dists)
         row = levels.row(trial.params)
-        before = strategy.used
-        result = yield strategy.measure(row)
-        if result.ok[0]:
-            study.tell(trial, float(result.loss[0]))
+        code = int(strategy.domain.encode(np.array([row]))[0])
+        known = strategy.is_known(code)
+        result = yield Pick(np.array(row))
+        if result.status[0] == PENDING:
+            running[code] = trial
         else:
-            study.tell(trial, state=TrialState.PRUNED)
-        if strategy.used == before:  # nothing new measured: the closest valid configuration not measured yet
+            _tell(study, trial, float(result.loss[0]), str(result.status[0]))
+        if known or result.status[0] in strategy.free_statuses:  # nothing new: the closest valid one not measured yet
             tried, _ = strategy.measured(ok_only=False)
             instead = strategy.domain.nearest(np.array(row), tried, strategy.rng)
             if instead is None:
                 return  # every valid configuration is measured
             study.enqueue_trial(levels.params(instead))
+
+
+def _tell(study: Any, trial: Any, loss: float, status: str) -> None:
+    """A measured pick as a trial: its loss when it ran, pruned when it failed or was not valid."""
+    from optuna.trial import TrialState
+
+    if status == "ok":
+        study.tell(trial, loss)
+    else:
+        study.tell(trial, state=TrialState.PRUNED)
 
 
 class OptunaTPE(Strategy):
