@@ -35,6 +35,25 @@ def run(runner, executor, configs):
     return got, progress
 
 
+def test_the_local_cluster_listens_on_free_ports_of_127_0_0_1_only():
+    """What the executor's own cluster opens (the listeners this test process and its children hold beyond those
+    before it started): never the fixed port 8787, never an address other than 127.0.0.1. First in the file: the
+    module's cluster (``cluster``) is not started yet, so 8787 would be free for the old default to take."""
+    psutil = pytest.importorskip("psutil")
+
+    def listening():
+        me = psutil.Process()
+        return {c.laddr for p in [me, *me.children(recursive=True)] for c in p.net_connections(kind="inet")
+                if c.status == psutil.CONN_LISTEN}
+
+    before = listening()
+    with DaskExecutor(workers=1) as executor:
+        assert executor.slots() == 1
+        opened = listening() - before
+    assert opened and {a.ip for a in opened} == {"127.0.0.1"}
+    assert 8787 not in {a.port for a in opened}
+
+
 def test_dask_results_equal_inline_ones_through_the_scheduler_address(cluster):
     runner = runner_from_spec({"kind": "synthetic", "name": "toy", "repeats": 2}, space=SPACE)
     configs = SPACE.sample(16, seed=2)
@@ -89,3 +108,21 @@ def test_unreachable_scheduler_is_one_clear_error():
         DaskExecutor(scheduler="tcp://127.0.0.1:1", connect_timeout=1)
     with pytest.raises(ValueError, match="address"):
         DaskExecutor(scheduler="not an address!")
+
+
+def test_workers_that_join_during_a_run_are_used(tmp_path):
+    """One worker when the run starts, three a moment later: the first measurement succeeds only when three run at
+    once, which the window fixed at the start (one running, one queued) never allowed."""
+    import threading
+
+    runner = runner_from_spec({"kind": "python", "callable": f"{FUNCS}:rendezvous"})
+    configs = [{"folder": str(tmp_path), "meet": 3, "x": i} for i in range(6)]
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as local, \
+            DaskExecutor(client=distributed.Client(local)) as executor:
+        assert executor.slots() == 1
+        grow = threading.Timer(0.5, local.scale, args=(3,))
+        grow.start()
+        got, progress = run(runner, executor, configs)
+        grow.join()
+        executor.client.close()
+    assert progress.ok == 6, [r.error for _, r in got if not r.ok]

@@ -144,7 +144,8 @@ def test_a_tune_killed_between_two_repeats_resumes_to_full_repeats_and_says_what
               "metric": {"regex": r"time: (\S+)"}, "repeats": 2}
     with Store(db_path) as store:
         store.create_study(StudySpec("cmd", SPACE, objective="time", runner=runner))
-    tune = ("tune", "--study", "cmd", "--strategy", "RS", "--budget", "8", "--seed", "3")
+    # one configuration at a time (inline): the counts below assume nothing else was measuring at the kill
+    tune = ("tune", "--study", "cmd", "--strategy", "RS", "--budget", "8", "--seed", "3", "--executor", "inline")
     proc = subprocess.Popen([TUNELAB, "--db", str(db_path), *tune], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True, env={**os.environ, MARK: mark}, start_new_session=True)
     deadline = time.monotonic() + 120

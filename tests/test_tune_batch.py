@@ -72,19 +72,19 @@ class _Picks(Strategy):
             yield Pick(row)
 
 
-def test_a_pending_pick_stands_at_the_mean_measured_until_its_result_replaces_it(table):
+def test_a_pending_pick_stands_at_the_liar_until_its_result_replaces_it(table):
     strategy = _Picks(table.domain, 10, seed=0)
     strategy.parallel = 2
     first = strategy.ask_index(2)
     assert len(first) == 2 and strategy.in_flight == 2  # nothing measured yet: the liar has no value to stand at
     assert len(strategy.measured()[0]) == 0 and len(strategy.measured(ok_only=False)[0]) == 1
     strategy.tell_index(first, *table.evaluate(first))
-    measured_mean = strategy.measured()[1].mean()
+    worst = strategy.measured()[1].max()  # the liar (base.LIAR): the worst loss measured
     pending = strategy.ask_index(2)  # two picks: the second made while the first is out
     assert len(pending) == 2 and strategy.in_flight == 2
     codes = table.domain.encode(pending).tolist()
     ledger = dict(zip(*(a.tolist() for a in strategy.measured())))
-    assert ledger[codes[0]] == pytest.approx(measured_mean) and codes[1] not in ledger
+    assert ledger[codes[0]] == pytest.approx(worst) and codes[1] not in ledger
     assert strategy.is_known(codes[0]) and strategy.result_of(codes[0]) is None
     values, statuses = table.evaluate(pending[:1])
     strategy.tell_index(pending[:1], values, statuses)

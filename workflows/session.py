@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from engine.execution import Campaign, Progress
     from engine.execution.tuning import TuningResult
     from engine.io.table_import import ImportedTable, Source
-    from engine.runners.base import MeasureResult, Runner
+    from engine.runners.base import Runner
     from engine.space.factors import Space
     from workflows.recording import Echo
 
@@ -275,8 +275,7 @@ class StudySession:
         searcher = make_strategy(strategy, domain, budget, seed, self.spec.direction, options)
         store, study = self.store, self.study
 
-        def record(config: dict[str, Any], result: MeasureResult, name: str, step: int) -> None:
-            store_recorder(store, study, strategy=name, step=step, echo=echo)(config, result)
+        record = store_recorder(store, study, echo=echo)  # told each result's strategy and step by tune()
 
         def log(decision: Decision, step: int) -> None:
             if decision.by == "auto" and review.taken(store.decisions(study.name), run_id, step)[0] is None:

@@ -5,8 +5,8 @@ callback as it arrives; the callback is where the caller (CLI, page, tuner) comm
     campaign.run(configs, on_result, on_progress=..., done=stored_repeats(space, store.measurements(name)))
 
 * **Streaming**: results are delivered in the calling thread the moment a task finishes, so the
-  one process that owns the DuckDB file commits them one by one; a crash loses at most the tasks
-  in flight.
+  one process that owns the DuckDB file commits them as they come (a round of results at a time when
+  the callback has a ``flush``); a crash loses at most the tasks in flight and the round not committed.
 * **Resume**: ``done`` maps configuration keys to the repeats already stored; a configuration is
   skipped when complete, or continues at the next repeat number, so nothing stored is re-measured.
 * **Cancel**: :meth:`Campaign.cancel` (from any thread) stops submitting, cancels queued tasks and
@@ -92,11 +92,17 @@ class Flight:
     what a tuning run keeps full while its strategy proposes (:func:`engine.execution.tuning.tune`).
 
     ``room`` is read from the executor each time, so a cluster's workers that join or leave during a run widen or
-    narrow it within one poll (one task queued behind the running ones keeps every worker busy)."""
+    narrow it within one poll. Beyond the running tasks, ``ahead`` more wait in the executor's queue: one keeps every
+    worker busy; a campaign of known configurations queues the executor's own depth (a worker's worth for a pool),
+    so that a round of results, committed in one transaction, can be as large as the workers deliver while the last
+    one is committed (rounds capped at slots + 1 held the owner near 1,000 results/s with 16 workers)."""
 
-    def __init__(self, executor: Executor, on_result: Callable[[dict[str, Any], MeasureResult], None]) -> None:
+    def __init__(self, executor: Executor, on_result: Callable[[dict[str, Any], MeasureResult], None],
+                 flush: Callable[[], None] | None = None, ahead: int | None = None) -> None:
         self.executor = executor
         self.on_result = on_result
+        self.flush = flush
+        self.ahead = ahead
         self.tasks: dict[Any, Task] = {}
 
     @property
@@ -105,7 +111,8 @@ class Flight:
 
     @property
     def room(self) -> int:
-        return self.slots + 1 - len(self.tasks)
+        ahead = self.executor.queue_depth() if self.ahead is None else self.ahead
+        return self.slots + ahead - len(self.tasks)
 
     @property
     def busy(self) -> bool:
@@ -116,7 +123,8 @@ class Flight:
 
     def wait(self, timeout: float) -> list[tuple[Task, list[MeasureResult]]]:
         """The tasks that finished (waiting at most ``timeout`` s for the first), each result handed to
-        ``on_result`` first; if it raises, the tasks left are cancelled (:meth:`close`) by the caller."""
+        ``on_result``, then ``flush`` called once for the round (a store commits the round in one transaction)
+        before they are returned; if either raises, the tasks left are cancelled (:meth:`close`) by the caller."""
         finished = []
         for handle in self.executor.wait_any(list(self.tasks), timeout):
             task = self.tasks.pop(handle)
@@ -124,6 +132,8 @@ class Flight:
             for result in results:
                 self.on_result(task.config, result)
             finished.append((task, results))
+        if finished and self.flush is not None:
+            self.flush()
         return finished
 
     def cancel_queued(self) -> None:
@@ -159,10 +169,12 @@ class Campaign:
     def cancelled(self) -> bool:
         return self._cancel.is_set()
 
-    def flight(self, on_result: Callable[[dict[str, Any], MeasureResult], None]) -> Flight:
-        """The executor bound to this campaign's runner, ready to take tasks (:meth:`plan`'s)."""
+    def flight(self, on_result: Callable[[dict[str, Any], MeasureResult], None], ahead: int | None = None) -> Flight:
+        """The executor bound to this campaign's runner, ready to take tasks (:meth:`plan`'s), ``ahead`` of them
+        queued beyond the running ones (None: the executor's :meth:`~Executor.queue_depth`). An ``on_result`` with
+        a ``flush()`` (workflows.recording.StoreRecorder) has it called after each round of results."""
         self.executor.bind(self.runner)
-        return Flight(self.executor, on_result)
+        return Flight(self.executor, on_result, getattr(on_result, "flush", None), ahead)
 
     def plan(self, configs: pd.DataFrame | Iterable[Mapping[str, Any]],
              done: Mapping[str, int] | None = None) -> tuple[list[Task], int]:

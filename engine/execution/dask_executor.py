@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +21,8 @@ from engine.execution.executors import Executor
 from engine.execution.worker import Task, failed, measure
 from engine.runners.base import MeasureResult, Runner
 
+#: Seconds the workers' slot count is kept before the scheduler is asked again.
+SLOTS_TTL_S = 1.0
 SCHEDULER_ADDRESS = re.compile(r"^(?:(?:tcp|tls|inproc|ws|wss|ucx)://)?[A-Za-z0-9_.\-\[\]:]+$")
 
 
@@ -36,6 +39,7 @@ class DaskExecutor(Executor):
         self._own_client = client is None
         self._runner: Runner | None = None
         self._runner_future: Any = None
+        self._slots: tuple[float, int] | None = None
         self.client: Any
         if client is not None:
             self.client = client
@@ -51,7 +55,11 @@ class DaskExecutor(Executor):
             # silence_logs: the workers share this command's stderr, and a worker whose heartbeat races the
             # scheduler's shutdown (Ctrl-C, SIGTERM) logs a traceback at ERROR; a lost worker or task reaches the
             # campaign as a failed result, in one line, so below CRITICAL the workers' logs only add noise.
-            self._cluster = dask.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+            # Free ports on 127.0.0.1 only: with dashboard_address=None the scheduler's HTTP server still took the
+            # fixed port 8787 (a second tunelab run, or anything else there, then got another or failed); ":0" and no
+            # dashboard leave it a free port for its health routes.
+            self._cluster = dask.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                              dashboard_address="127.0.0.1:0", scheduler_kwargs={"dashboard": False},
                                               silence_logs=logging.CRITICAL)
             self.client = dask.Client(self._cluster)
 
@@ -66,12 +74,20 @@ class DaskExecutor(Executor):
             raise UserError(f"dask: no worker declares the '{self.resource}' resource; start one worker per GPU "
                             f"with --resources {self.resource}=1")
         self._runner = runner
+        self._slots = None  # a GPU runner counts GPU units, not threads
         self._runner_future = self.client.scatter(runner, broadcast=True, hash=False)
 
     def slots(self) -> int:
-        if self._runner is not None and self._runner.uses_gpu:
-            return max(1, int(self._gpu_units()))
-        return max(1, int(sum(self.client.nthreads().values())))
+        """The threads (GPU units for a GPU runner) of the workers present now, asked of the scheduler at most once a
+        second: a campaign reads this before each submission, and workers that join or leave change it."""
+        now = time.monotonic()
+        if self._slots is None or now - self._slots[0] > SLOTS_TTL_S:
+            if self._runner is not None and self._runner.uses_gpu:
+                count = int(self._gpu_units())
+            else:
+                count = int(sum(self.client.nthreads().values()))
+            self._slots = (now, max(1, count))
+        return self._slots[1]
 
     def submit(self, task: Task) -> Any:
         if self._runner_future is None or self._runner is None:  # bind sets both

@@ -49,6 +49,11 @@ class Executor(ABC):
     def slots(self) -> int:
         """How many tasks can run at once."""
 
+    def queue_depth(self) -> int:
+        """Tasks a campaign of known configurations queues beyond the running ones: as many again as run at once,
+        so that results come back in rounds as large as the workers deliver them."""
+        return max(1, self.slots())
+
     @abstractmethod
     def submit(self, task: Task) -> Any: ...
 
@@ -121,6 +126,9 @@ class InlineExecutor(_FuturesExecutor):
 
     def slots(self) -> int:
         return 1
+
+    def queue_depth(self) -> int:
+        return 1  # a task is measured when submitted: queueing more would only hold back its result
 
     def submit(self, task: Task) -> Future[list[MeasureResult]]:
         if self._runner is None:

@@ -3,7 +3,8 @@
 The runner comes from the study spec (:func:`engine.runners.runner_from_spec`) and measurements go
 through :class:`engine.execution.Campaign`, so a tuning run measures exactly as a design campaign
 does. Each result is handed to ``record(config, result, strategy_name, step)`` the moment it
-arrives (the CLI commits it to the store); each decision a strategy makes (DLMT's steps) goes to
+arrives (the CLI commits it to the store; a ``record`` with a ``flush()`` commits each round of results at
+once, before the strategy is told them); each decision a strategy makes (DLMT's steps) goes to
 ``on_decision``. Repeats of one configuration are told to the strategy as their mean.
 
 Resume uses the campaign's own mechanism (``done``, :func:`engine.execution.campaign.stored_repeats`):
@@ -55,7 +56,7 @@ class Measures(Protocol):
 
     def plan(self, configs: list[dict[str, Any]], done: Mapping[str, int] | None = None) -> tuple[list[Task], int]: ...
 
-    def flight(self, on_result: OnResult) -> Flight: ...
+    def flight(self, on_result: OnResult, ahead: int | None = None) -> Flight: ...
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ def tune(
     answers = _stored_results(stored, names)
     done = stored_repeats(strategy.domain.space, stored) if stored is not None else {}
     fresh: dict[Key, list[Outcome]] = {}
-    flight = campaign.flight(_collector(fresh, names, strategy, record))
+    flight = campaign.flight(_Collector(fresh, names, strategy, record), ahead=1)  # more would be more pending picks
     counts = {"measurements": 0, "reused": 0, "completed": 0, "logged": 0}
 
     def tell(key: Key, config: dict[str, Any]) -> None:
@@ -164,16 +165,19 @@ def _summary(results: list[Outcome]) -> tuple[float | None, str]:
     return None, results[-1].status if results else "failed"
 
 
-def _collector(results: dict[Key, list[Outcome]], names: list[str], strategy: Strategy,
-               record: Record | None) -> OnResult:
-    """Campaign callback: commit each result at once and keep it for the strategy's tell."""
+class _Collector:
+    """Campaign callback: hand each result to ``record`` (which commits it, a round at a time when ``record`` has a
+    ``flush``) and keep it for the strategy's tell, which comes after the round is committed."""
 
-    def on_result(config: dict[str, Any], result: MeasureResult) -> None:
-        if record is not None:
-            record(config, result, strategy.name, strategy.step)
-        results.setdefault(tuple(config[n] for n in names), []).append(result)
+    def __init__(self, results: dict[Key, list[Outcome]], names: list[str], strategy: Strategy,
+                 record: Record | None) -> None:
+        self.results, self.names, self.strategy, self.record = results, names, strategy, record
+        self.flush: Callable[[], None] | None = getattr(record, "flush", None)
 
-    return on_result
+    def __call__(self, config: dict[str, Any], result: MeasureResult) -> None:
+        if self.record is not None:
+            self.record(config, result, self.strategy.name, self.strategy.step)
+        self.results.setdefault(tuple(config[n] for n in self.names), []).append(result)
 
 
 @dataclass(frozen=True)

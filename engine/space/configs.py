@@ -8,9 +8,10 @@ a set lookup for strategies, runners and storage alike.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from engine.errors import UserError, brief
 from engine.io.jsonable import plain
 from engine.space.factors import Space
 
@@ -20,17 +21,31 @@ if TYPE_CHECKING:  # pandas at run time only where a frame is built: listing stu
 
 def config_keys(space: Space, frame: pd.DataFrame) -> list[str]:
     """Key of every row of ``frame`` (values must be levels of their factors)."""
-    index = space.to_level_index(frame)
-    # Each level's JSON text once; a key is the row's texts joined as json.dumps would write the list.
+    return _joined(space, space.to_level_index(frame).T.tolist(), len(frame))
+
+
+def config_keys_of(space: Space, configs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Key of every configuration of ``configs`` (mappings; values must be levels of their factors), without a frame:
+    a campaign's round of results is keyed in a tenth of the time :func:`config_keys` takes to build one."""
+    columns = []
+    for f in space.factors:
+        values = [config[f.name] for config in configs]
+        index = f.index_of(values)
+        if (index < 0).any():
+            raise UserError(f"factor '{f.name}': value {brief(values[int(index.argmin())])} is not one of its levels")
+        columns.append(index.tolist())
+    return _joined(space, columns, len(configs))
+
+
+def _joined(space: Space, columns: list[list[int]], rows: int) -> list[str]:
+    """Keys from level indices, one list per factor: each level's JSON text once, joined as json.dumps writes a list."""
     texts = [[json.dumps(plain(level)) for level in f.levels] for f in space.factors]
-    columns = [[texts[j][i] for i in column] for j, column in enumerate(index.T.tolist())]
-    return ["[" + ",".join(parts) + "]" for parts in zip(*columns)] if columns else ["[]"] * len(frame)
+    parts = [[texts[j][i] for i in column] for j, column in enumerate(columns)]
+    return ["[" + ",".join(row) + "]" for row in zip(*parts)] if parts else ["[]"] * rows
 
 
 def config_key(space: Space, config: Mapping[str, Any]) -> str:
-    import pandas as pd
-
-    return config_keys(space, pd.DataFrame([{name: config[name] for name in space.names}]))[0]
+    return config_keys_of(space, [config])[0]
 
 
 def config_from_key(space: Space, key: str) -> dict[str, Any]:

@@ -43,15 +43,15 @@ def positive(config, output):
 
 
 def rendezvous(config):
-    """Leave a file in the folder the ``folder`` factor names and wait (up to 30 s) until it holds two: the first
-    measurement of a run succeeds only when a second one started while it ran (no timing involved)."""
+    """Leave a file in the folder the ``folder`` factor names and wait (up to 60 s) until it holds ``meet`` (2 unless
+    the configuration says): the first measurement of a run succeeds only when that many ran at once (no timing)."""
     from pathlib import Path
 
-    folder = Path(config["folder"])
+    folder, meet = Path(config["folder"]), int(config.get("meet", 2))
     (folder / f"{os.getpid()}-{time.monotonic_ns()}").touch()
-    deadline = time.monotonic() + 30
-    while len(list(folder.iterdir())) < 2 and time.monotonic() < deadline:
+    deadline = time.monotonic() + 60
+    while len(list(folder.iterdir())) < meet and time.monotonic() < deadline:
         time.sleep(0.01)
-    if len(list(folder.iterdir())) < 2:
-        return {"status": "failed", "error": "no other measurement ran beside this one"}
-    return float((config["x"] - 7) ** 2 + config["y"])
+    if len(list(folder.iterdir())) < meet:
+        return {"status": "failed", "error": f"fewer than {meet} measurements ran at once"}
+    return float((config.get("x", 0) - 7) ** 2 + config.get("y", 0))
