@@ -87,6 +87,8 @@ def show(job: Job) -> None:
     if progress is not None and progress.total:
         eta = job.eta_seconds(progress.fraction) if job.running else None
         text = f"{progress.completed}/{progress.total} configurations"
+        if job.running and progress.workers > 1:
+            text += f" on {progress.workers} workers"
         if progress.skipped:
             text += f" ({progress.skipped} already measured)"
         if eta is not None:

@@ -51,7 +51,7 @@ def test_every_executor_gives_the_same_results_streamed_in_the_calling_thread(po
     runner = runner_from_spec(TOY, space=SPACE)
     configs = SPACE.sample(12, seed=3)
     reference, progress = collect(Campaign(runner, InlineExecutor()), configs)
-    assert progress.finished and progress.results == 24 and progress.ok == 24
+    assert progress.finished and progress.results == 24 and progress.ok == 24 and progress.workers == 1
     with TimingExecutor() as timing:
         for executor in (pool, timing):
             threads: set[int] = set()
@@ -66,6 +66,7 @@ def test_every_executor_gives_the_same_results_streamed_in_the_calling_thread(po
             assert threads == {threading.get_ident()}
             assert as_table(seen) == as_table(reference)
             assert final.completed == 12 and not final.cancelled
+            assert final.workers == executor.slots()  # what the Run page shows beside the count
 
 
 def test_timing_mode_pins_its_one_worker_to_one_core(pool):

@@ -24,7 +24,7 @@ SPACE = Space([Factor(f"x{i}", "ordinal", (-1, 0, 1)) for i in range(1, 9)])
 @pytest.fixture(scope="module")
 def cluster():
     """Two worker processes with two threads each; each worker declares one GPU."""
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None,
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=True, dashboard_address="127.0.0.1:0",
                                   resources={"GPU": 1}) as local:
         yield local
 
@@ -95,7 +95,7 @@ def test_gpu_measurements_run_one_at_a_time_per_worker(cluster):
 
 
 def test_gpu_runner_needs_workers_that_declare_a_gpu():
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as bare:
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0") as bare:
         runner = runner_from_spec({"kind": "torch", "device": "cuda"})
         with DaskExecutor(client=distributed.Client(bare)) as executor:
             with pytest.raises(ValueError, match="--resources GPU=1"):
@@ -117,7 +117,7 @@ def test_workers_that_join_during_a_run_are_used(tmp_path):
 
     runner = runner_from_spec({"kind": "python", "callable": f"{FUNCS}:rendezvous"})
     configs = [{"folder": str(tmp_path), "meet": 3, "x": i} for i in range(6)]
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as local, \
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0") as local, \
             DaskExecutor(client=distributed.Client(local)) as executor:
         assert executor.slots() == 1
         grow = threading.Timer(0.5, local.scale, args=(3,))

@@ -49,6 +49,8 @@ class Progress:
     elapsed_s: float = 0.0
     cancelled: bool = False
     last_config: dict[str, Any] | None = field(default=None, compare=False)
+    #: Measurements the executor runs at once now (a cluster's workers present; 0 before the executor is bound).
+    workers: int = 0
 
     @property
     def fraction(self) -> float:
@@ -60,7 +62,8 @@ class Progress:
 
     def to_dict(self) -> dict[str, Any]:
         return {"total": self.total, "completed": self.completed, "skipped": self.skipped, "results": self.results,
-                "ok": self.ok, "not_ok": self.not_ok, "elapsed_s": round(self.elapsed_s, 3), "cancelled": self.cancelled}
+                "ok": self.ok, "not_ok": self.not_ok, "elapsed_s": round(self.elapsed_s, 3), "cancelled": self.cancelled,
+                "workers": self.workers}
 
 
 def as_configs(configs: pd.DataFrame | Iterable[Mapping[str, Any]], names: list[str] | None = None) -> list[dict[str, Any]]:
@@ -222,6 +225,9 @@ class Campaign:
         if not tasks:
             return progress
         flight = self.flight(on_result)
+        progress = replace(progress, workers=flight.slots)
+        if on_progress is not None:
+            on_progress(progress)
         pending = iter(tasks)
         exhausted = False
         try:
@@ -240,7 +246,8 @@ class Campaign:
                     good = sum(r.ok for r in results)
                     progress = replace(progress, completed=progress.completed + 1, results=progress.results + len(results),
                                        ok=progress.ok + good, not_ok=progress.not_ok + len(results) - good,
-                                       elapsed_s=time.perf_counter() - started, last_config=task.config)
+                                       elapsed_s=time.perf_counter() - started, last_config=task.config,
+                                       workers=flight.slots)
                     if on_progress is not None:
                         on_progress(progress)
         finally:
