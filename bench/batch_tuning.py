@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import heapq
 import os
+import subprocess
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -136,32 +137,40 @@ def _run_all(jobs: list[tuple[str, str, int, int, int, str]], workers: int) -> d
 
 
 def wall(args: argparse.Namespace) -> None:
-    """``tune`` on a warm pool of k workers, 64 measurements of 0.5 s: efficiency = ideal ÷ wall."""
+    """Each strategy and worker count in a fresh process (what a ``tunelab tune`` pays, imports included)."""
+    print(f"\nwall: tune() on a warm process pool, {args.measurements} measurements of {args.sleep} s each, "
+          "each run in a fresh process")
+    for name in args.strategies.split(","):
+        for workers in args.workers.split(","):
+            done = subprocess.run([sys.executable, __file__, "--wall-one", name, workers, "--measurements",
+                                   str(args.measurements), "--sleep", str(args.sleep)],
+                                  capture_output=True, text=True, check=True, timeout=1200)
+            print(done.stdout.strip().splitlines()[-1], flush=True)
+
+
+def wall_one(name: str, workers: int, measurements: int, sleep: float) -> None:
+    """``tune`` on a pool of ``workers`` processes, started and warm before the clock starts."""
     from engine.execution import Campaign
     from engine.execution.executors import LocalExecutor
     from engine.execution.tuning import tune
     from engine.runners import runner_from_spec
     from engine.space.factors import Factor, Space
 
+    os.environ["BENCH_SLEEP"] = str(sleep)  # before the pool's processes start: they read it
     space = Space([Factor("x", "integer", tuple(range(16))), Factor("z", "integer", tuple(range(16)))])
     runner = runner_from_spec({"kind": "python", "callable": "bench.batch_tuning:sleepy", "path": str(Path(__file__).parents[1])},
                               space=space)
-    os.environ["BENCH_SLEEP"] = str(args.sleep)  # before the pool's processes start: they read it
-    print(f"\nwall: tune() on a warm process pool, {args.measurements} measurements of {args.sleep} s each")
-    for name in args.strategies.split(","):
-        for workers in (int(w) for w in args.workers.split(",")):
-            with LocalExecutor(workers) as pool:
-                campaign = Campaign(runner, pool, space=space)
-                campaign.run([{"x": i % 16, "z": 15 - i // 16} for i in range(4 * workers)], lambda c, r: None)  # every worker started
-                strategy = make_strategy(name, space, args.measurements, seed=0)
-                started = time.perf_counter()
-                cpu = time.process_time()
-                result = tune(strategy, campaign)
-                took = time.perf_counter() - started
-                ideal = args.measurements * args.sleep / workers
-                print(f"  {name:5s} {workers:2d} workers: wall {took:6.2f} s, ideal {ideal:5.2f} s, efficiency "
-                      f"{ideal / took:.2f}; this process {time.process_time() - cpu:.2f} CPU-s; "
-                      f"{result.measurements} measured", flush=True)
+    with LocalExecutor(workers) as pool:
+        campaign = Campaign(runner, pool, space=space)
+        campaign.run([{"x": i % 16, "z": 15 - i // 16} for i in range(4 * workers)], lambda c, r: None)  # every worker started
+        strategy = make_strategy(name, space, measurements, seed=0)
+        started = time.perf_counter()
+        cpu = time.process_time()
+        result = tune(strategy, campaign)
+        took = time.perf_counter() - started
+    ideal = measurements * sleep / workers
+    print(f"  {name:5s} {workers:2d} workers: wall {took:6.2f} s, ideal {ideal:5.2f} s, efficiency {ideal / took:.2f}; "
+          f"this process {time.process_time() - cpu:.2f} CPU-s; {result.measurements} measured")
 
 
 def sleepy(config: dict[str, Any]) -> float:
@@ -183,7 +192,11 @@ def main() -> None:
     parser.add_argument("--workers", default="1,2,4,8,16")
     parser.add_argument("--measurements", type=int, default=64)
     parser.add_argument("--sleep", type=float, default=0.5)
+    parser.add_argument("--wall-one", nargs=2, metavar=("STRATEGY", "WORKERS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.wall_one:
+        wall_one(args.wall_one[0], int(args.wall_one[1]), args.measurements, args.sleep)
+        return
     identity = cpu_identity()
     print(f"CPU {identity.model_name} ({identity.short_id}), {len(os.sched_getaffinity(0))} cores")
     if args.wall:

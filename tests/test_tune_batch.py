@@ -132,3 +132,12 @@ def test_workers_with_a_scheduler_is_refused_in_one_line(db_path, tmp_path):
     refused = cli("tune", "--study", "batch", "--budget", "5", "--executor", "dask", "--scheduler", "tcp://127.0.0.1:1",
                   "--workers", "4", db=db_path)
     one_line_error(refused, "--workers 4")
+
+
+def test_a_design_fills_the_last_round_of_the_workers(table):
+    """With 4 workers a design's runs come in rounds of 4: the last round is filled with runs, not left part idle."""
+    one = make_strategy("DLMT", table.domain, 60, seed=1)
+    four = make_strategy("DLMT", table.domain, 60, seed=1)
+    four.parallel = 4
+    sizes = len(one.ask_index()), len(four.ask_index())
+    assert sizes[1] % 4 == 0 and sizes[0] <= sizes[1] < sizes[0] + 4 and four.log[0]["size"] == sizes[1]

@@ -40,7 +40,7 @@ import numpy as np
 
 from engine.errors import UserError
 from engine.space.factors import Space
-from engine.strategies import optuna_tpe
+from engine.strategies import forest, optuna_tpe
 from engine.strategies.base import Pick, Search
 from engine.strategies.bayes import EISettings, ei_steps
 from engine.strategies.dlmt import DLMT
@@ -75,6 +75,8 @@ class Auto(DLMT):
             raise UserError("AUTO option 'then' tpe: needs the optional package optuna (pip install optuna)")
 
     def _search(self) -> Search:
+        if self.options["then"] == "forest" and self.parallel > 1:
+            forest.preload()  # while the designs measure, not between two rounds with every worker idle
         yield from self._steps()
         if self.best_code is None or self.used >= self.budget:
             return
