@@ -4,7 +4,8 @@
 
 With a parallel executor (a process pool, a Dask cluster) the strategy proposes as many configurations as the
 workers take: a design's runs at once, and model-based picks made while others are measuring (each pending one
-stands at the worst value measured so far, the constant liar; TPE keeps it as a running trial).
+stands at the worst value measured so far, the constant liar; BO believes its GP there; TPE keeps it as a
+running trial).
 
 Prints the best configuration, its value, the budget used (in configurations) and the measurements
 behind them: those taken now and those found stored. Running the same command again resumes a run

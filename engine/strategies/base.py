@@ -18,8 +18,9 @@ person answers (DLMT's human-in-the-loop steps). The base class turns that into 
   (forest, BO, TPE, local moves) yields a :class:`Pick`. With :attr:`Strategy.parallel` above 1, the base hands
   it out and, while it is measured, lets the search go on as if it had come back at the *constant liar*'s value
   (:data:`LIAR`): the pending configuration counts as measured in :meth:`Strategy.measured` at that value, and
-  the search's own Results give it the status :data:`PENDING`. Its real result replaces the lie in the ledger
-  when it is told. At most ``parallel`` configurations are out at once, and never more than the budget left.
+  the search's own Results give it the status :data:`PENDING` (a search may also take the pending codes,
+  :meth:`Strategy.pending_codes`, and do better: BO believes its GP there). Its real result replaces the lie in
+  the ledger when it is told. At most ``parallel`` configurations are out at once, and never more than the budget left.
 
 Everything inside works on integer codes and numpy arrays; the DataFrame methods are thin wrappers.
 """
@@ -173,6 +174,10 @@ class Strategy:
     @property
     def remaining(self) -> int:
         return self.budget - self.used
+
+    def pending_codes(self) -> np.ndarray:
+        """Codes of the Picks handed out while others were measured, not told yet (they stand at the liar)."""
+        return np.fromiter(self._speculative, dtype=np.int64, count=len(self._speculative))
 
     @property
     def in_flight(self) -> int:

@@ -157,7 +157,10 @@ class EISettings:
 def ei_steps(strategy: Strategy, cand: np.ndarray, settings: EISettings) -> Search:
     """Measure, one at a time until the budget is spent, the unmeasured candidate of largest expected
     improvement under a GP fitted to everything ``strategy`` has measured (BO's loop; also what a strategy that
-    hands over to BO runs)."""
+    hands over to BO runs). Picks still measuring enter the GP at its own mean there (the kriging believer), not at
+    the base's constant liar: at 8 workers, budget 100, on the five Kernel Tuner caches, 1.001 [0.978, 1.027] × the
+    sequential runs' slowdown against the liar's 1.034 [1.008, 1.062] (ahead on four caches, 1% behind on gemm,
+    so chosen with any one cache held out)."""
     feats = features(strategy.domain, cand)
     codes = strategy.domain.encode(cand)
     gp = GaussianProcess(feats.shape[1])
@@ -165,6 +168,9 @@ def ei_steps(strategy: Strategy, cand: np.ndarray, settings: EISettings) -> Sear
     while strategy.used < strategy.budget:
         measured, loss = strategy.measured()
         tried, _ = strategy.measured(ok_only=False)
+        pending = strategy.pending_codes()
+        real = ~np.isin(measured, pending)  # pending picks enter the fit at the GP's belief, not the liar's value
+        measured, loss = measured[real], loss[real]
         open_rows = np.flatnonzero(~np.isin(codes, tried))
         if not len(open_rows):
             return
@@ -179,6 +185,10 @@ def ei_steps(strategy: Strategy, cand: np.ndarray, settings: EISettings) -> Sear
             if len(failed):
                 measured, y = np.concatenate([measured, failed]), np.concatenate([y, np.full(len(failed), y.max())])
             gp.fit(features(strategy.domain, strategy.domain.decode(measured)), y, optimise=steps % settings.refit == 0)
+            if len(pending):  # the kriging believer: each pending pick at the GP's mean, then the GP refitted with them
+                believed, _ = gp.predict(features(strategy.domain, strategy.domain.decode(pending)))
+                gp.fit(features(strategy.domain, strategy.domain.decode(np.concatenate([measured, pending]))),
+                       np.concatenate([y, believed]), optimise=False)
             if len(open_rows) > settings.candidates:
                 open_rows = strategy.rng.choice(open_rows, size=settings.candidates, replace=False)
             mu, s = gp.predict(feats[open_rows])
