@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from engine.execution import Campaign
+from engine.runners import runner_from_spec
 from engine.runners.base import MeasureResult
 from engine.space.factors import Factor, Space
 from engine.study import StudySpec
@@ -68,3 +70,25 @@ def test_the_owner_killed_mid_run_loses_nothing_it_reported_and_measures_the_res
     assert len(after) == 20 and not after.duplicated(subset=["x", "repeat"]).any()
     kept = before.merge(after, on=["x", "repeat"], suffixes=("_before", "_after"))
     assert len(kept) == len(before) and (kept["measurement_id_before"] == kept["measurement_id_after"]).all()
+
+
+def test_a_round_cut_short_keeps_the_results_that_had_arrived(db_path):
+    """A callback failing on the third result (as Ctrl-C would land) leaves the first two stored, not dropped."""
+    with Store(db_path) as store:
+        study = _study(store)
+        record = store_recorder(store, study, strategy="design")
+
+        calls = []
+
+        def on_result(config, result):
+            record(config, result)
+            calls.append(config["x"])
+            if len(calls) == 3:  # the third result is held, its round not yet committed
+                raise KeyboardInterrupt
+
+        runner = runner_from_spec({"kind": "python", "callable": "tests.helpers.measure_funcs:quadratic", "timeout": None},
+                                  space=SPACE)
+        on_result.flush = record.flush
+        with pytest.raises(KeyboardInterrupt):
+            Campaign(runner, space=SPACE).run([{"x": x, "sleep": 0.05} for x in range(6)], on_result)
+        assert len(store.measurements("rounds")) == 3

@@ -146,9 +146,13 @@ class Flight:
                 del self.tasks[handle]
 
     def close(self) -> None:
+        """Cancel the tasks not started, then ``flush`` what was received: a round cut short (Ctrl-C, a failing
+        callback) keeps the results that had arrived."""
         for handle in self.tasks:
             self.executor.cancel(handle)
         self.tasks = {}
+        if self.flush is not None:
+            self.flush()
 
 
 class Campaign:
