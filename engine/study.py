@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.errors import UserError, brief
+from engine.lazy import plugin_failures_note
 from engine.runners import RUNNER_KINDS
 from engine.space.factors import Space
 
@@ -40,7 +41,7 @@ def check_runner(runner: Any) -> None:
     if not isinstance(runner, Mapping) or "kind" not in runner:
         raise UserError(f"runner {brief(runner)} must be a mapping with a 'kind'")
     if not isinstance(runner["kind"], str) or runner["kind"] not in RUNNER_KINDS:
-        raise UserError(f"runner kind {brief(runner['kind'])} is not one of {', '.join(RUNNER_KINDS)}")
+        raise UserError(f"runner kind {brief(runner['kind'])} is not one of {', '.join(RUNNER_KINDS)}{plugin_failures_note()}")
 
 
 def check_reserved(names: Iterable[str], what: str, role: str = "factor") -> None:

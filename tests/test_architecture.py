@@ -1,5 +1,6 @@
 """The layers hold: ``engine/`` is pure, only ``storage/`` talks to DuckDB, only ``workflows/`` joins
-the two, interfaces (pages, CLI) do no campaign wiring, and no module imports in a cycle.
+the two, interfaces (pages, CLI) do no campaign wiring, no module imports in a cycle, and the engine's core never
+imports its plug-ins (``engine/surrogates``), which join it through the entry points of pyproject.toml.
 
 Read from the source with :mod:`ast` (every import, including the lazy ones inside functions), so a
 violation fails here before it spreads.
@@ -165,3 +166,91 @@ def test_what_mypy_sees_of_a_lazy_package_is_what_runs(package):
                  if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING")
     seen = {(imp.module, alias.name) for imp in block.body if isinstance(imp, ast.ImportFrom) for alias in imp.names}
     assert seen == {(f"{package}.{module}", name) for module, names in exports.items() for name in names}
+
+
+#: The core: every engine module outside the plug-ins (engine/surrogates).
+CORE = {name: path for name, path in MODULES.items() if name.startswith("engine") and not name.startswith("engine.surrogates")}
+
+
+def test_the_core_never_imports_surrogates():
+    """Surrogates are plug-ins: they import the core and plug in through its registries (entry points of group
+    ``tunelab.plugins``), never the reverse: not at the top, not inside a function, not by a module's name in a string."""
+    offenders = sorted({f"{name} -> {imported}" for name, path in CORE.items() for imported in _imports(name, path)
+                        if imported == "engine.surrogates" or imported.startswith("engine.surrogates.")})
+    named = sorted({f"{name}: {node.value!r}" for name, path in CORE.items() for node in ast.walk(ast.parse(path.read_text()))
+                    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("engine.surrogates")})
+    assert offenders == [] and named == [], f"the core reaching into the plug-ins: {offenders + named}"
+
+
+#: What each plug-in (an entry point of group ``tunelab.plugins``) adds: runner kinds and strategies.
+PLUGINS = {"difftune": {"runners": ("simulator",), "strategies": ()},
+           "costmodel": {"runners": (), "strategies": ("PF",)}}
+
+
+def _declared_plugins() -> dict[str, str]:
+    import tomllib
+
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    return dict(project.get("entry-points", {}).get("tunelab.plugins", {}))
+
+
+def test_every_plugin_is_declared_installed_and_registers_what_it_names():
+    """A plug-in module renamed or moved fails here, not by a runner kind or a strategy silently gone."""
+    import importlib
+    from importlib.metadata import entry_points
+
+    from engine.lazy import PLUGIN_GROUP
+    from engine.runners import runner_class
+    from engine.strategies.registry import strategy_class
+
+    declared = _declared_plugins()
+    assert set(declared) == set(PLUGINS), declared
+    installed = {point.name: point.value for point in entry_points(group=PLUGIN_GROUP)}
+    assert installed == declared, "the installed entry points are not pyproject.toml's: install again (make install)"
+    for name, module in declared.items():
+        assert module in MODULES and module.startswith(f"engine.surrogates.{name}."), (name, module)
+        importlib.import_module(module)
+        for kind in PLUGINS[name]["runners"]:
+            found = runner_class(kind)
+            assert found.kind == kind and found.__module__.startswith(f"engine.surrogates.{name}."), (kind, found)
+        for strategy in PLUGINS[name]["strategies"]:
+            found = strategy_class(strategy)
+            assert found.name == strategy and found.__module__.startswith(f"engine.surrogates.{name}."), (strategy, found)
+
+
+def test_a_fresh_process_finds_the_plugins_through_their_entry_points_and_imports_nothing_heavy():
+    """Listing the runner kinds loads every plug-in (CLI start-up pays for it): no strategy, no torch, numba,
+    scikit-learn or iced-x86, and no plug-in's runner or strategy module, only the registrations."""
+    import json
+    import subprocess
+    import sys
+
+    heavy = ["torch", "numba", "lightgbm", "sklearn", "iced_x86", "engine.strategies.registry", "engine.strategies.base",
+             "engine.surrogates.difftune.runner", "engine.surrogates.costmodel.prefilter"]
+    code = ("import json, sys; from engine.runners import RUNNER_KINDS; from engine.strategies.plugins import PLUGGED; "
+            f"print(json.dumps([list(RUNNER_KINDS), sorted(PLUGGED), [m for m in {heavy!r} if m in sys.modules]]))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    kinds, strategies, imported = json.loads(done.stdout)
+    assert kinds[-1] == "simulator" and strategies == ["PF"] and imported == [], done.stdout
+
+
+def test_a_broken_plugin_fails_only_the_names_it_would_add(monkeypatch):
+    import importlib.metadata
+
+    import engine.lazy
+    from engine.errors import UserError
+    from engine.runners import runner_class
+    from engine.strategies.registry import strategy_class
+
+    real = importlib.metadata.entry_points
+    broken = importlib.metadata.EntryPoint("broken", "tunelab_no_such_plugin", engine.lazy.PLUGIN_GROUP)
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda **select: [*real(**select), broken])
+    monkeypatch.setattr(engine.lazy, "_plugin_failures", None)
+    assert runner_class("table").kind == "table" and runner_class("simulator").kind == "simulator"
+    assert strategy_class("PF").name == "PF"
+    for missing in (lambda: runner_class("tabel"), lambda: strategy_class("XX")):
+        with pytest.raises(UserError, match=r"is not one of .*; plug-in 'broken' failed to import \(tunelab_no_such_plugin: "
+                                            r"ModuleNotFoundError: No module named 'tunelab_no_such_plugin'\)$") as error:
+            missing()
+        assert "\n" not in str(error.value)

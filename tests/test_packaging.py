@@ -72,6 +72,13 @@ def test_the_wheel_ships_the_engine_pages_settings_and_kernels_and_not_the_check
         print(len([p for p in files("engine.runners").joinpath("kernels").iterdir() if p.name.endswith(".c")]))
         from engine.io.paths import data_dir
         print(data_dir())
+        import sys
+        from importlib.metadata import distribution
+        from engine.runners import runner_class
+        from engine.strategies.registry import strategy_class
+        print(sorted(distribution("tunelab").entry_points.select(group="tunelab.plugins").names))
+        print(sys.modules[runner_class("simulator").__module__].__file__)
+        print(strategy_class("PF").__module__)
     """, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
@@ -79,6 +86,8 @@ def test_the_wheel_ships_the_engine_pages_settings_and_kernels_and_not_the_check
     assert all(line.startswith(site) for line in lines[:5]), lines  # the installed copy, not the checkout
     assert lines[5] == "True" and int(lines[6]) >= 4
     assert lines[7] == "None"  # no data folder beside an installed package unless TUNELAB_DATA names one
+    assert lines[8] == "['costmodel', 'difftune']", lines  # the wheel declares its plug-ins, and they are found
+    assert lines[9].startswith(site) and lines[9].endswith("runner.py") and lines[10].endswith("costmodel.prefilter"), lines
 
 
 def test_the_installed_dashboard_serves_every_page(installed, tmp_path):

@@ -1,4 +1,10 @@
-"""Strategy names → classes, with their options from each class's ``OPTIONS`` table (for CLI, pages, docs)."""
+"""Strategy names → classes, with their options from each class's ``OPTIONS`` table (for CLI, pages, docs).
+
+A plug-in adds a strategy with :func:`register_strategy` (the cost model's ``PF``, from its plug-in module, an entry
+point of pyproject.toml), which lives in :mod:`engine.strategies.plugins` so that registering imports no strategy;
+the plug-ins are loaded the first time a name is missing or the names are listed (:class:`engine.lazy.Registry`),
+and their strategies follow the core's.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.errors import UserError
+from engine.lazy import Registry, imported, plugin_failures_note
 from engine.space.factors import Space
 from engine.strategies.auto import Auto
 from engine.strategies.base import Strategy
@@ -21,20 +28,21 @@ from engine.strategies.linear_model import LinearModelSearch
 from engine.strategies.options import Option, json_text, resolve, shown
 from engine.strategies.optuna_tpe import OptunaTPE
 from engine.strategies.optuna_tpe import available as optuna_available
-from engine.strategies.prefilter import CostModelPrefilter
+from engine.strategies.plugins import PLUGGED
+from engine.strategies.plugins import register_strategy as register_strategy
 from engine.strategies.random_search import RandomSearch
 
-STRATEGIES: dict[str, type[Strategy]] = {
+STRATEGIES: Registry[type[Strategy]] = Registry({
     cls.name: cls
     for cls in (RandomSearch, LatinHypercube, GreedySearch, GreedyRestarts, Genetic, LinearModelSearch,
-                DOptimal, DLMT, BayesianOptimization, OptunaTPE, CostModelPrefilter, Auto)
-}
+                DOptimal, DLMT, BayesianOptimization, OptunaTPE, Auto)
+}, PLUGGED, imported)
 
 
 def strategy_class(name: str) -> type[Strategy]:
     key = str(name).strip().upper()
     if key not in STRATEGIES:
-        raise UserError(f"strategy {name!r} is not one of {', '.join(STRATEGIES)}")
+        raise UserError(f"strategy {name!r} is not one of {', '.join(STRATEGIES)}{plugin_failures_note()}")
     return STRATEGIES[key]
 
 
