@@ -3,7 +3,7 @@ the Compare form offers exactly what ``tunelab tune --options`` and ``tunelab be
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 import streamlit as st
@@ -41,11 +41,13 @@ def _fields(strategy: str, start: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [{**f, "default": start.get(f["name"], f["default"])} for f in form_fields(strategy)]
 
 
-def option_widgets(strategy: str, key: str, suggested: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """One widget per option, pre-filled with ``suggested`` or else its default; returns the values by option
-    name (turn them into options with :func:`engine.strategies.from_form`, which checks them)."""
+def option_widgets(strategy: str, key: str, suggested: Mapping[str, Any] | None = None,
+                   exclude: Collection[str] = ()) -> dict[str, Any]:
+    """One widget per option (but those in ``exclude``, which the page asks for its own way), pre-filled with
+    ``suggested`` or else its default; returns the values by option name (turn them into options with
+    :func:`engine.strategies.from_form`, which checks them)."""
     values: dict[str, Any] = {}
-    fields = _fields(strategy, suggested or {})
+    fields = [f for f in _fields(strategy, suggested or {}) if f["name"] not in exclude]
     if not fields:
         st.caption(f"{escape_md(strategy)} has no options.")
         return values

@@ -54,6 +54,18 @@ def test_the_local_cluster_listens_on_free_ports_of_127_0_0_1_only():
     assert 8787 not in {a.port for a in opened}
 
 
+def test_the_local_clusters_scheduler_port_can_be_pinned_and_a_taken_one_is_one_line():
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with DaskExecutor(workers=1, port=port) as executor:
+        assert executor.client.scheduler.address == f"tcp://127.0.0.1:{port}"
+        with pytest.raises(ValueError, match=f"--cluster-port {port}: cannot listen there"):
+            DaskExecutor(workers=1, port=port)
+
+
 def test_dask_results_equal_inline_ones_through_the_scheduler_address(cluster):
     runner = runner_from_spec({"kind": "synthetic", "name": "toy", "repeats": 2}, space=SPACE)
     configs = SPACE.sample(16, seed=2)
@@ -126,3 +138,18 @@ def test_workers_that_join_during_a_run_are_used(tmp_path):
         grow.join()
         executor.client.close()
     assert progress.ok == 6, [r.error for _, r in got if not r.ok]
+
+
+def test_a_measurement_whose_worker_dies_is_requeued_and_says_so(tmp_path):
+    """A worker killed mid-measurement (``kill -9`` of its process): the scheduler re-queues what it held, which runs
+    on a worker the nanny restarts, and the result says it was re-queued; one result per measurement, none lost. One
+    that kills every worker it runs on fails after Dask's allowed failures, with the cause."""
+    runner = runner_from_spec({"kind": "python", "callable": f"{FUNCS}:dies_once"})
+    with DaskExecutor(workers=2) as executor:
+        got, progress = run(runner, executor, [{"folder": str(tmp_path), "x": x, "always": False} for x in (2, 3, 4, 5)])
+        by_x = {c["x"]: r for c, r in got}
+        assert progress.completed == 4 and sorted(by_x) == [2, 3, 4, 5] and len(got) == 4
+        assert all(r.ok and r.value == x for x, r in by_x.items()), [r.error for _, r in got]
+        assert all(r.metadata.get("requeued", 0) >= 1 for r in by_x.values())  # each killed the worker it ran on
+        (_, poison), = run(runner, executor, [{"folder": str(tmp_path), "x": 9, "always": True}])[0]
+    assert poison.status == "failed" and "4 workers died while holding it (KilledWorker" in poison.error

@@ -154,6 +154,40 @@ def test_run_page_measures_a_pending_design_in_the_background(app_db):
         assert designs["pending"].tolist() == [0, 0]  # the seeded screening and this one
 
 
+
+def test_run_page_tunes_with_a_strategy_and_a_refused_option_is_one_line(app_db):
+    """The dashboard's tuning: a strategy, a budget and an executor, in the background; every measurement is stored
+    under the strategy's name, and the best shown. An option value the strategy refuses is one error line, no job.
+    (In process: under AppTest the page is ``__main__``, which a process pool's children would run again.)"""
+    from workflows.demo import TOY_STUDY, seed_demo_studies
+
+    with Store(app_db) as store:
+        seed_demo_studies(store)
+        before = len(store.measurements(TOY_STUDY))
+    at = page("run.py").run()
+    at.radio(key="run_mode").set_value("tune").run()
+    assert not at.exception and not at.error
+    at.selectbox(key="run_strategy").set_value("RS").run()
+    at.number_input(key="run_budget").set_value(8).run()
+    at.radio(key="run_executor").set_value("inline").run()
+    at.button(key="run_start").click().run()
+    rerun_until(at, lambda at: at.info, tries=90)
+    assert not at.exception and not at.error
+    assert at.success and "Done" in at.success[0].value
+    assert any("Best" in i.value and "of 8 configurations used" in i.value for i in at.info)
+    with Store(app_db) as store:
+        stored = store.measurements(TOY_STUDY)
+    assert len(stored) - before == 8 and stored["strategy"].iloc[before:].eq("RS").all()
+
+    at.selectbox(key="run_strategy").set_value("DLMT").run()
+    at.text_input(key="run_opt_DLMT_formula").input("y ~ x1 + nowhere").run()
+    at.button(key="run_start").click().run()
+    rerun_until(at, lambda at: at.error, tries=30)
+    assert not at.exception and len(at.error) == 1 and "nowhere" in at.error[0].value
+    with Store(app_db) as store:
+        assert len(store.measurements(TOY_STUDY)) == before + 8
+
+
 def test_export_page_offers_every_best_format_and_the_report(app_db):
     name = _measured_toy(app_db, n=12)
     at = page("export.py").run()

@@ -132,6 +132,8 @@ def test_workers_with_a_scheduler_is_refused_in_one_line(db_path, tmp_path):
     refused = cli("tune", "--study", "batch", "--budget", "5", "--executor", "dask", "--scheduler", "tcp://127.0.0.1:1",
                   "--workers", "4", db=db_path)
     one_line_error(refused, "--workers 4")
+    refused = cli("tune", "--study", "batch", "--budget", "5", "--executor", "local", "--cluster-port", "8786", db=db_path)
+    one_line_error(refused, "--cluster-port 8786")
 
 
 def test_a_design_fills_the_last_round_of_the_workers(table):

@@ -228,12 +228,14 @@ class StudySession:
         return int((pending if len(pending) else designs)["id"].max())
 
     def measure(self, design_id: int | None = None, *, executor: str = "auto", workers: int | None = None,
-                scheduler: str | None = None, repeats: int | None = None, echo: Echo | None = None,
+                scheduler: str | None = None, port: int | None = None, repeats: int | None = None,
+                echo: Echo | None = None,
                 on_progress: Callable[[Progress], None] | None = None,
                 on_start: Callable[[Campaign], None] | None = None) -> Measured:
         """Measure a design's configurations, committing each result as it arrives; what is already
         stored is not measured again (repeats continue their numbering). ``on_start(campaign)`` gets
-        the campaign before it runs (to cancel it from another thread)."""
+        the campaign before it runs (to cancel it from another thread). ``executor``, ``workers``, ``scheduler`` and
+        ``port`` as :func:`engine.execution.executor_from_name` takes them."""
         from engine.execution import Campaign, executor_from_name, stored_repeats
         from workflows.recording import store_recorder
 
@@ -243,7 +245,7 @@ class StudySession:
         runner = self.runner()
         done = stored_repeats(space, self.store.measurements(self.name))
         record = store_recorder(self.store, self.study, design_id=design_id, strategy="design", echo=echo)
-        with executor_from_name(executor, workers=workers, scheduler=scheduler or None, runner=runner) as pool:
+        with executor_from_name(executor, workers=workers, scheduler=scheduler or None, runner=runner, port=port) as pool:
             campaign = Campaign(runner, pool, repeats=repeats, space=space)
             if on_start is not None:
                 on_start(campaign)
@@ -253,12 +255,15 @@ class StudySession:
     # -- tuning with a strategy, and the decisions it waits for ------------------------------------
     def tune(self, strategy: str, budget: int, *, seed: int = 0, options: Mapping[str, Any] | None = None,
              auto: bool = False, echo: Echo | None = None, executor: str = "auto", workers: int | None = None,
-             scheduler: str | None = None) -> Tuned:
+             scheduler: str | None = None, port: int | None = None,
+             on_progress: Callable[[Progress], None] | None = None,
+             on_start: Callable[[Campaign], None] | None = None) -> Tuned:
         """Run a strategy with the study's runner until its budget is spent or it waits for a person;
         every measurement and decision is stored as it comes. Run again to resume: what is stored
         answers the replay without measuring twice, a configuration stored with only some of its
-        repeats gets the rest, and the decisions taken since apply in order. ``executor``, ``workers`` and
-        ``scheduler`` as for :meth:`measure`: the strategy proposes as many configurations as the workers take."""
+        repeats gets the rest, and the decisions taken since apply in order. ``executor``, ``workers``, ``scheduler``,
+        ``port``, ``on_progress`` and ``on_start`` as for :meth:`measure` (``Progress.total`` is the budget, in
+        configurations): the strategy proposes as many configurations as the workers take."""
         from engine.execution import Campaign, executor_from_name, review
         from engine.execution.tuning import candidates_for, tune
         from engine.strategies import Domain, make_strategy, options_of
@@ -289,9 +294,12 @@ class StudySession:
             return answer
 
         runner = self.runner()
-        with executor_from_name(executor, workers=workers, scheduler=scheduler or None, runner=runner) as pool:
-            result = tune(searcher, Campaign(runner, pool, space=self.spec.space), record, log,
-                          stored=store.measurements(self.name), review=ask_person)
+        with executor_from_name(executor, workers=workers, scheduler=scheduler or None, runner=runner, port=port) as pool:
+            campaign = Campaign(runner, pool, space=self.spec.space)
+            if on_start is not None:
+                on_start(campaign)
+            result = tune(searcher, campaign, record, log, stored=store.measurements(self.name), review=ask_person,
+                          on_progress=on_progress)
         return Tuned(searcher.name, searcher.step, result, searcher.pending_decision)
 
     def notes(self) -> str:

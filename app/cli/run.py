@@ -24,6 +24,8 @@ def add_executor(parser: argparse.ArgumentParser, choices: tuple[str, ...] | Non
                         help="; ".join(f"{name}: {EXECUTORS[name]}" for name in choices))
     parser.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://HOST:8786 (default: a local cluster)")
     parser.add_argument("--workers", type=int, action=bounded(1, MAX_WORKERS), help="worker processes (local pool or local Dask cluster)")
+    parser.add_argument("--cluster-port", type=int, action=bounded(1, 65535),
+                        help="scheduler port of the local Dask cluster, on 127.0.0.1 (default: a free one)")
 
 
 def check_executor_args(args: argparse.Namespace) -> None:
@@ -33,6 +35,9 @@ def check_executor_args(args: argparse.Namespace) -> None:
     if args.scheduler and args.workers is not None:
         raise ValueError(f"--workers {args.workers}: a cluster at --scheduler has the workers it was started with; "
                          "start more there (dask worker ADDRESS --nthreads 1)")
+    if args.cluster_port is not None and (args.executor != "dask" or args.scheduler):
+        raise ValueError(f"--cluster-port {args.cluster_port}: only for the local cluster of --executor dask "
+                         "(without --scheduler)")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -57,10 +62,13 @@ def _run(args: argparse.Namespace) -> int:
         def echo(config: dict[str, Any], result: MeasureResult) -> None:
             shown = "" if result.value is None else f" {result.value:.6g}"
             error = f" ({result.error.splitlines()[0][:160]})" if result.error else ""
-            print(f"committed {config_key(space, config)} repeat {result.repeat}: {result.status}{shown}{error}", flush=True)
+            requeued = result.metadata.get("requeued")
+            again = f" (re-queued {requeued}x: a worker holding it died)" if requeued else ""
+            print(f"committed {config_key(space, config)} repeat {result.repeat}: {result.status}{shown}{error}{again}",
+                  flush=True)
 
         measured = session.measure(args.design, executor=args.executor, workers=args.workers, scheduler=args.scheduler,
-                                   repeats=args.repeats, echo=None if args.json else echo)
+                                   port=args.cluster_port, repeats=args.repeats, echo=None if args.json else echo)
     progress = measured.progress
     summary = {"study": args.study, "design": measured.design_id, "executor": args.executor, "runner": measured.runner,
                **progress.to_dict()}

@@ -62,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         session = StudySession(store, args.study)
         tuned = session.tune(args.strategy, args.budget, seed=args.seed, options=options, auto=args.auto,
-                             executor=args.executor, workers=args.workers, scheduler=args.scheduler)
+                             executor=args.executor, workers=args.workers, scheduler=args.scheduler,
+                             port=args.cluster_port)
     result, waiting, objective = tuned.result, tuned.waiting, session.spec.objective
     data = {"study": args.study, "strategy": tuned.strategy, "objective": objective, **result.to_dict()}
     if waiting is not None:

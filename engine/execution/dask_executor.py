@@ -5,6 +5,12 @@ The runner is scattered to every worker once. A runner that uses a GPU asks each
 of the worker resource ``GPU``, so a worker started with ``--resources GPU=1`` (one per GPU) runs
 one measurement at a time on its GPU while CPU-only tasks are not held back. Results come back to
 the calling process (the one that owns the DuckDB file), which commits them as they arrive.
+
+A worker that dies (``kill -9``, a crash, a lost machine) has the measurements it held, running or waiting there,
+re-queued by the scheduler and measured elsewhere; each result says how many times that happened
+(``metadata["requeued"]``: a measurement that was running is then measured again). After Dask's
+``allowed-failures`` deaths (3 unless the scheduler's configuration says otherwise) it is a failed result that
+says so, since a measurement that kills every worker it runs on would otherwise take the cluster down in turn.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import os
 import re
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from engine.errors import UserError
@@ -30,7 +37,7 @@ class DaskExecutor(Executor):
     name = "dask"
 
     def __init__(self, scheduler: str | None = None, *, client: Any = None, workers: int | None = None,
-                 resource: str = "GPU", connect_timeout: float = 10.0) -> None:
+                 resource: str = "GPU", connect_timeout: float = 10.0, port: int | None = None) -> None:
         import distributed
 
         dask: Any = distributed  # untyped: its clients, clusters and futures are Any here
@@ -40,6 +47,7 @@ class DaskExecutor(Executor):
         self._runner: Runner | None = None
         self._runner_future: Any = None
         self._slots: tuple[float, int] | None = None
+        self._deaths: dict[str, int] = {}  # task key -> workers that died holding it, read as each round ends
         self.client: Any
         if client is not None:
             self.client = client
@@ -57,10 +65,18 @@ class DaskExecutor(Executor):
             # campaign as a failed result, in one line, so below CRITICAL the workers' logs only add noise.
             # Free ports on 127.0.0.1 only: with dashboard_address=None the scheduler's HTTP server still took the
             # fixed port 8787 (a second tunelab run, or anything else there, then got another or failed); ":0" and no
-            # dashboard leave it a free port for its health routes.
-            self._cluster = dask.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                              dashboard_address="127.0.0.1:0", scheduler_kwargs={"dashboard": False},
-                                              silence_logs=logging.CRITICAL)
+            # dashboard leave it a free port for its health routes. ``port`` pins the scheduler's (a firewall rule).
+            try:
+                self._cluster = dask.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                                  scheduler_port=port or 0, dashboard_address="127.0.0.1:0",
+                                                  scheduler_kwargs={"dashboard": False}, silence_logs=logging.CRITICAL)
+            except (OSError, RuntimeError) as exc:  # "Cluster failed to start", caused by the OSError
+                cause = exc.__cause__ if isinstance(exc, RuntimeError) else exc
+                while cause is not None and not isinstance(cause, OSError):
+                    cause = cause.__cause__
+                if port is None or cause is None:
+                    raise
+                raise UserError(f"--cluster-port {port}: cannot listen there ({str(cause).splitlines()[0][:160]})") from None
             self.client = dask.Client(self._cluster)
 
     def _gpu_units(self) -> float:
@@ -75,7 +91,9 @@ class DaskExecutor(Executor):
                             f"with --resources {self.resource}=1")
         self._runner = runner
         self._slots = None  # a GPU runner counts GPU units, not threads
-        self._runner_future = self.client.scatter(runner, broadcast=True, hash=False)
+        # A task that returns the runner, not scattered data: if every worker holding it dies at once, the scheduler
+        # computes it again, where scattered data would be lost and every measurement waiting on it cancelled.
+        self._runner_future = self.client.submit(_the_runner, runner, pure=False)
 
     def slots(self) -> int:
         """The threads (GPU units for a GPU runner) of the workers present now, asked of the scheduler at most once a
@@ -103,14 +121,25 @@ class DaskExecutor(Executor):
             done, _ = dask.wait(list(handles), timeout=timeout, return_when="FIRST_COMPLETED")
         except TimeoutError:
             return []
-        return [h for h in handles if h in done]
+        except dask.client.FuturesCancelledError:  # ended, as a failed result each (result() says why)
+            done = {h for h in handles if h.done()}
+        finished = [h for h in handles if h in done]
+        if finished:
+            self._deaths.update(self.client.run_on_scheduler(_deaths_of(), keys=[h.key for h in finished]))
+        return finished
 
     def result(self, handle: Any, task: Task) -> list[MeasureResult]:
+        deaths = self._deaths.pop(handle.key, 0)
         try:
             results: list[MeasureResult] = handle.result()
-            return results
         except Exception as exc:  # noqa: BLE001 - a lost worker or a cancelled task is a failed result
+            if type(exc).__name__ == "KilledWorker":
+                return failed(task, f"dask: {deaths} workers died while holding it (KilledWorker: a measurement that "
+                                    "kills its worker?)")
             return failed(task, f"dask: {type(exc).__name__}: {exc}")
+        if deaths:  # re-queued after its worker died: said in each repeat's metadata
+            results = [replace(r, metadata={**r.metadata, "requeued": deaths}) for r in results]
+        return results
 
     def cancel(self, handle: Any) -> bool:
         """Dask cannot tell queued from running: a cancelled running task's result is dropped."""
@@ -126,3 +155,20 @@ class DaskExecutor(Executor):
             self._cluster.close()
             self._cluster = None
         self._own_client = False
+
+
+
+def _the_runner(runner: Runner) -> Runner:
+    return runner
+
+
+def _deaths_of() -> Any:
+    """A function for the scheduler: how many workers died while holding each of these tasks (those with any; Dask's
+    ``suspicious`` count), as a task whose worker dies is re-queued and its result must say so. A closure, so that it is sent whole: the
+    scheduler need not have this project installed."""
+
+    def deaths(keys: list[str], dask_scheduler: Any = None) -> dict[str, int]:
+        tasks = dask_scheduler.tasks
+        return {key: tasks[key].suspicious for key in keys if key in tasks and tasks[key].suspicious}
+
+    return deaths

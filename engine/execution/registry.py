@@ -30,15 +30,18 @@ def resolved(name: str, runner: Runner | None) -> str:
 
 
 def executor_from_name(name: str, *, workers: int | None = None, scheduler: str | None = None,
-                       runner: Runner | None = None) -> Executor:
-    """The executor a CLI flag or a page's choice names (``auto``: :func:`resolved` for ``runner``). Imported
-    only when asked for: the table above is what ``tunelab --help`` reads, and it must stay cheap."""
+                       runner: Runner | None = None, port: int | None = None) -> Executor:
+    """The executor a CLI flag or a page's choice names (``auto``: :func:`resolved` for ``runner``); ``port`` pins the
+    scheduler port of the local Dask cluster (default: a free one). Imported only when asked for: the table above is
+    what ``tunelab --help`` reads, and it must stay cheap."""
     from engine.execution.executors import InlineExecutor, LocalExecutor, TimingExecutor
 
     if scheduler and name != "dask":
         raise UserError(f"scheduler {brief(scheduler)}: only used with the dask executor")
     if scheduler and workers is not None:
         raise UserError(f"workers {workers}: a cluster at scheduler {brief(scheduler)} has the workers it was started with")
+    if port is not None and (name != "dask" or scheduler):
+        raise UserError(f"port {port}: only for the local cluster the dask executor starts (no scheduler given)")
     if name == "auto" and workers is not None:
         name = "local"  # asking for workers asks for the pool
     name = resolved(name, runner)
@@ -51,5 +54,5 @@ def executor_from_name(name: str, *, workers: int | None = None, scheduler: str 
     if name == "dask":
         from engine.execution.dask_executor import DaskExecutor
 
-        return DaskExecutor(scheduler=scheduler, workers=workers)
+        return DaskExecutor(scheduler=scheduler, workers=workers, port=port)
     raise UserError(f"executor {brief(name)} is not one of {', '.join(EXECUTORS)}")

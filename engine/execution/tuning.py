@@ -16,6 +16,7 @@ on from those stored, and is told with all of them.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import pandas as pd
 
-from engine.execution.campaign import POLL_S, Flight, as_configs, stored_repeats
+from engine.execution.campaign import POLL_S, Flight, Progress, as_configs, stored_repeats
 from engine.execution.worker import Task
 from engine.io.jsonable import plain
 from engine.runners.base import MeasureResult
@@ -57,6 +58,9 @@ class Measures(Protocol):
     def plan(self, configs: list[dict[str, Any]], done: Mapping[str, int] | None = None) -> tuple[list[Task], int]: ...
 
     def flight(self, on_result: OnResult, ahead: int | None = None) -> Flight: ...
+
+    @property
+    def cancelled(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,7 @@ def tune(
     *,
     stored: pd.DataFrame | None = None,
     review: Callable[[Decision, int], Decision | None] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
 ) -> TuningResult:
     """Run ``strategy`` to its end (or to a decision it waits for) with ``campaign``'s runner.
 
@@ -109,15 +114,22 @@ def tune(
 
     The campaign's executor is kept full: whenever it has room, the strategy is asked for that many
     configurations (a design's runs, or picks made while others are pending: ``Strategy.parallel`` follows the
-    executor's slots, which a cluster's joining workers widen), and each result is told the moment it arrives."""
+    executor's slots, which a cluster's joining workers widen), and each result is told the moment it arrives.
+    A cancelled campaign (``Campaign.cancel``, from another thread) asks for nothing more: what is measuring
+    finishes and is told, and the run ends there, as resumable as a killed one. ``on_progress`` gets a
+    :class:`Progress` after each configuration is told: ``total`` is the budget, ``completed`` the configurations
+    used, ``skipped`` those answered from the store, ``results`` the repeats measured now."""
     names = strategy.domain.names
     answers = _stored_results(stored, names)
     done = stored_repeats(strategy.domain.space, stored) if stored is not None else {}
     fresh: dict[Key, list[Outcome]] = {}
     flight = campaign.flight(_Collector(fresh, names, strategy, record), ahead=1)  # more would be more pending picks
     counts = {"measurements": 0, "reused": 0, "completed": 0, "logged": 0}
+    progress = Progress(total=strategy.budget, workers=flight.slots)
+    started = time.perf_counter()
 
     def tell(key: Key, config: dict[str, Any]) -> None:
+        nonlocal progress
         got = list(answers.get(key, []))
         new = fresh.pop(key, [])
         counts["measurements"] += len(new)
@@ -125,6 +137,12 @@ def tune(
         counts["completed"] += bool(got and new)
         value, status = _summary(got + new)
         strategy.tell([config], [value], [status])
+        if on_progress is not None:
+            good = sum(r.status == "ok" for r in new)
+            progress = Progress(strategy.budget, strategy.used, progress.skipped + (not new), progress.results + len(new),
+                                progress.ok + good, progress.not_ok + len(new) - good, time.perf_counter() - started,
+                                campaign.cancelled, config, flight.slots)
+            on_progress(progress)
         decisions = getattr(strategy, "decisions", [])
         for decision in decisions[counts["logged"]:]:
             if on_decision is not None:
@@ -134,8 +152,11 @@ def tune(
     try:
         while True:
             strategy.parallel = flight.slots
-            asked = strategy.ask(flight.room) if flight.room > 0 and not strategy.finished else None
+            stopped = campaign.cancelled
+            asked = strategy.ask(flight.room) if flight.room > 0 and not strategy.finished and not stopped else None
             if (asked is None or asked.empty) and not flight.busy:
+                if stopped:
+                    break
                 proposal = strategy.pending_decision
                 answer = review(proposal, strategy.step) if proposal is not None and review is not None else None
                 if answer is None:

@@ -55,3 +55,18 @@ def rendezvous(config):
     if len(list(folder.iterdir())) < meet:
         return {"status": "failed", "error": f"fewer than {meet} measurements ran at once"}
     return float((config.get("x", 0) - 7) ** 2 + config.get("y", 0))
+
+
+def dies_once(config):
+    """Kill the Dask worker measuring it the first time (a file in ``folder`` remembers), succeed the next: a worker
+    lost mid-measurement. ``always`` kills it every time. The PythonRunner calls this in a child of the worker:
+    the worker is its parent (only for a Dask test: elsewhere the parent could be the test itself)."""
+    import signal
+    from pathlib import Path
+
+    mark = Path(config["folder"]) / f"died-{config['x']}"
+    if config.get("always") or not mark.exists():
+        mark.touch()
+        os.kill(os.getppid(), signal.SIGKILL)
+        time.sleep(60)  # the worker's death ends this child
+    return float(config["x"])
