@@ -44,7 +44,7 @@ INTRO = ("A learned performance model for tensor programs (Kaufman et al., MLSys
          "found the optimum).")
 DEFAULT_MODELS = ("gnn", "gbdt", "heuristic", "default")
 JOINS = ("early", "late")
-GNN_MISSING = ("The GNN needs torch and torch_geometric, which are not installed here (`make test` installs them); "
+GNN_MISSING = ("The GNN needs torch and torch_geometric, which this environment lacks (`make run` and `make test` install them); "
                "the baselines run without them.")
 PICK = "cm_pick"
 FIGURES = {"τ (mean)": "%.3f", "τ sd over seeds": "%.3f", "MAPE": "%.2f", "median APE": "%.2f", "CPU s": "%.1f",

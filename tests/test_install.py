@@ -12,7 +12,9 @@ import pytest
 from engine.io.paths import REPO_ROOT
 
 #: What only the tests need: none of it may reach a person who only wants the dashboard.
-TEST_ONLY = {"torch", "playwright", "pytest", "pytest-timeout", "mypy", "ruff", "optuna", "hypothesis", "statsmodels"}
+TEST_ONLY = {"playwright", "pytest", "pytest-timeout", "mypy", "ruff", "hypothesis", "statsmodels"}
+#: What every section of the dashboard needs from `make run` (issue 33 §7): the surrogates' learning and TPE.
+SECTIONS = {"torch", "torch-geometric", "optuna"}
 
 
 def pins(name: str) -> dict[str, str]:
@@ -22,7 +24,8 @@ def pins(name: str) -> dict[str, str]:
 
 def test_the_runtime_lock_holds_no_test_stack_and_the_same_versions_as_the_test_lock():
     run, full = pins("requirements-run.lock"), pins("requirements.lock")
-    assert {"streamlit", "duckdb", "numpy", "scipy"} <= set(run)
+    assert {"streamlit", "duckdb", "numpy", "scipy"} | SECTIONS <= set(run)
+    assert run["torch"].endswith("+cpu")  # the CPU build, not several GB of CUDA
     assert not TEST_ONLY & set(run)
     assert TEST_ONLY - {"pytest-timeout"} <= set(full)
     assert {name: full.get(name) for name in run} == run  # one resolution: `make lock` constrains one by the other

@@ -33,10 +33,10 @@ _START = re.compile(r"\((\w+) start\)$")
 
 
 def learning_unavailable() -> str | None:
-    """Why the surrogate cannot be trained or used here (the runtime install leaves PyTorch out), or None."""
+    """Why the surrogate cannot be trained or used here (an environment installed without PyTorch), or None."""
     if find_spec("torch") is None:
-        return ("DiffTune's surrogate needs PyTorch, which the runtime install (make run) leaves out: "
-                "`make test` or `pip install torch` adds it.")
+        return ("DiffTune's surrogate needs PyTorch, which this environment lacks: `make run` or `make test` "
+                "installs it (the CPU build).")
     return None
 
 

@@ -23,8 +23,8 @@ def _needs_torch() -> None:
     from engine.errors import UserError
 
     if find_spec("torch") is None:
-        raise UserError("torch: DiffTune's surrogate needs PyTorch 2.13 (CPU wheel), which make test installs; "
-                        "make run installs the runtime without it")
+        raise UserError("torch: DiffTune's surrogate needs PyTorch 2.13 (CPU wheel), which this environment lacks; "
+                        "make run and make test install it")
 
 
 def register_learning(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
