@@ -57,11 +57,16 @@ def test_the_cli_measures_and_says_what_it_did(data, db_path):
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     assert out["selected"] == 1 and out["measured"] == 1 and out["cpu_id"]
+    noise = out["noise"]  # the run's noise figure, and its verdict (a busy test machine may trip it: both are fine)
+    assert noise["blocks"] + noise["noisy"] == 1 and 0 < noise["kept"] <= 1
+    assert noise["busy"] == bool(noise["reasons"]) and ("too busy" in result.stderr) == noise["busy"]
+    text = run_cli("blocks", "measure", "--source", "anchor", "--limit", "2", "--repeats", "16", db=db_path)
+    assert text.returncode == 0 and "noise: median gap" in text.stdout
     out_file = db_path.parent / "measured.csv.gz"
     exported = run_cli("blocks", "export", "--out", str(out_file), db=db_path)
     assert exported.returncode == 0, exported.stderr
     table = pd.read_csv(out_file)
-    assert table["hex"].tolist() == [BLOCKS[0]] and {"status", "cycles_min", "cycles_median"} <= set(table.columns)
+    assert table["hex"].tolist() == BLOCKS[:2] and {"status", "cycles_min", "cycles_median"} <= set(table.columns)
     bad = cli("blocks", "measure", "--limit", "0", db=db_path)
     assert bad.returncode != 0 and "--limit 0: must be from 1" in bad.stderr
 

@@ -45,9 +45,14 @@ def _measure(args: argparse.Namespace) -> int:
     if not args.json and sys.stderr.isatty():
         print(file=sys.stderr)
     statuses = ", ".join(f"{n:,} {status}" for status, n in sorted(done.by_status.items())) or "nothing new"
-    emit(done.to_dict(), args.json,
-         f"CPU {done.cpu_id} (llvm-mca -mcpu={done.mcpu}), pass {done.pass_number}: {done.selected:,} blocks selected, "
-         f"{done.already_stored:,} already stored, {done.measured:,} measured ({statuses}) in {done.seconds:.1f} s")
+    text = (f"CPU {done.cpu_id} (llvm-mca -mcpu={done.mcpu}), pass {done.pass_number}: {done.selected:,} blocks selected, "
+            f"{done.already_stored:,} already stored, {done.measured:,} measured ({statuses}) in {done.seconds:.1f} s")
+    if done.noise is not None:
+        text += "\n" + done.noise.summary()
+        if done.noise.busy and args.json:  # the JSON holds the verdict; a person reading stderr gets the warning too
+            print(f"warning: the machine was too busy to trust these timings ({'; '.join(done.noise.reasons)})",
+                  file=sys.stderr)
+    emit(done.to_dict(), args.json, text)
     return 0
 
 

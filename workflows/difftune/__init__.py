@@ -26,6 +26,7 @@ from engine.surrogates.difftune.defaults import default_table
 from engine.surrogates.difftune.llvm_mca import total_cycles
 from engine.surrogates.difftune.measure import Settings, cpu_identity, measure, nearest_mcpu
 from engine.surrogates.difftune.metrics import accuracy_table
+from engine.surrogates.difftune.noise import RunNoise, robust_truth, run_noise
 from engine.surrogates.difftune.params import ParamTable, from_document, simple_table
 from engine.surrogates.difftune.params import load as load_table
 from engine.surrogates.difftune.simulate import simulated, timeline
@@ -62,9 +63,10 @@ class MeasuredBlocks:
     measured: int
     by_status: dict[str, int]
     seconds: float
+    noise: RunNoise | None = None  # None when nothing was measured
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "noise": self.noise.to_dict() if self.noise is not None else None}
 
 
 def this_cpu(store: Store) -> tuple[str, str]:
@@ -91,17 +93,23 @@ def measure_blocks(store: Store, *, limit: int | None = None, source: str = "bhi
     done = len(blocks) - len(todo)
     if progress:
         progress(done, len(blocks))
+    measured = []
     for start in range(0, len(todo), settings.batch_size):
         batch = todo[start:start + settings.batch_size]
         results = measure(batch, settings)
         save_block_measurements(store, cpu_id, pass_, stored_rows(results))
+        measured.append(results)
         for status, n in results["status"].value_counts().items():
             counts[str(status)] = counts.get(str(status), 0) + int(n)
         done += len(batch)
         if progress:
             progress(done, len(blocks))
+    noise = None
+    if measured:
+        first = block_measurements(store, cpu_id, 1) if pass_ > 1 else None
+        noise = run_noise(pd.concat(measured, ignore_index=True), settings.repeats, first)
     return MeasuredBlocks(cpu_id, mcpu, pass_, len(blocks), len(blocks) - len(todo), len(todo), counts,
-                          time.monotonic() - started)
+                          time.monotonic() - started, noise)
 
 
 def stored_rows(results: pd.DataFrame) -> pd.DataFrame:
@@ -116,6 +124,15 @@ def stored_rows(results: pd.DataFrame) -> pd.DataFrame:
                                           results["unrolls"])],
         "error": [reason or None for reason in results["reason"]],
     })
+
+
+def measured_truth(store: Store, cpu_id: str) -> dict[str, float]:
+    """Each block's measured cycles per 100 iterations on ``cpu_id``, every pass considered: the noise-gated
+    median, else the smallest minimum (:func:`engine.surrogates.difftune.noise.robust_truth`)."""
+    truth = robust_truth(measurements_table(store, cpu_id))
+    if truth.empty:
+        raise UserError(f"cpu {cpu_id}: no block measured cleanly; run tunelab blocks measure first")
+    return dict(zip(truth["hex"], truth["cycles"].astype(float)))
 
 
 def measurements_table(store: Store, cpu_id: str | None = None) -> pd.DataFrame:
@@ -220,11 +237,7 @@ def evaluate(store: Store, *, truth: str = "mca", arch: str | None = None, limit
     cpu_id: str | None = measured_on
     if truth == "measured":
         arch = arch or host
-        rows = block_measurements(store, measured_on, 1)
-        rows = rows[rows["status"] == "ok"]
-        if rows.empty:
-            raise UserError(f"cpu {measured_on}: no measured blocks; run tunelab blocks measure first")
-        truths = dict(zip(rows["hex"], rows["cycles_median"]))
+        truths: dict[str, Any] = dict(measured_truth(store, measured_on))  # None: llvm-mca-19 asked below
     else:
         arch, cpu_id = arch or "haswell", None
         sample = bhive.anchor()
@@ -300,9 +313,10 @@ def block_view(store: Store, hex_text: str, arch: str, iterations: int = 3) -> B
     predictions = {"llvm-mca-19": float(total_cycles([block], arch)[0]),
                    "tunelab simulator": float(simulated([block], table)[0])}
     cpu_id, host = this_cpu(store)
-    measured = block_measurements(store, cpu_id, 1).set_index("hex")
-    if hex_text in measured.index and measured.loc[hex_text, "status"] == "ok":
-        predictions[f"measured on {cpu_id} (-mcpu={host})"] = float(measured.loc[hex_text, "cycles_median"])
+    if not block_measurements(store, cpu_id, 1).empty:
+        measured = measured_truth(store, cpu_id)
+        if hex_text in measured:
+            predictions[f"measured on {cpu_id} (-mcpu={host})"] = measured[hex_text]
     shown = timeline(block, table, iterations) if all(r is not None for r in rows) else pd.DataFrame()
     return BlockView(hex_text, arch, category(block), instructions, predictions, shown)
 

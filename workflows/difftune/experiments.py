@@ -33,6 +33,7 @@ from engine.surrogates.difftune.defaults import default_table
 from engine.surrogates.difftune.experiment import KINDS, Outcome, Problem, Progress, Settings, run_experiment
 from engine.surrogates.difftune.learn import LearnConfig, random_start
 from engine.surrogates.difftune.llvm_mca import total_cycles
+from engine.surrogates.difftune.noise import robust_truth
 from engine.surrogates.difftune.params import ParamTable, from_document, simple_table
 from engine.surrogates.difftune.simulate import simulated
 from engine.surrogates.difftune.train import split_blocks
@@ -40,7 +41,7 @@ from storage import Store
 from storage.difftune import block_measurements, reserve_evaluation_id, save_evaluation, save_param_table
 from storage.difftune.datasets import dataset
 from storage.difftune.experiments import experiments, save_experiment
-from workflows.difftune import table_cache, this_cpu
+from workflows.difftune import measured_truth, table_cache, this_cpu
 from workflows.difftune.dataset import stored_job
 from workflows.difftune.surrogate import stored_surrogate, surrogate_record
 
@@ -65,29 +66,29 @@ class ExperimentRun:
 
 
 def _measured_truth(store: Store, measured: str | None) -> tuple[str, dict[str, float]]:
-    """(CPU id, hex → cycles per 100 iterations) of a ``blocks export`` CSV or of this CPU's stored blocks."""
+    """(CPU id, hex → cycles per 100 iterations) of a ``blocks export`` CSV or of this CPU's stored blocks: the
+    noise-gated median over the passes, else the smallest minimum (engine.surrogates.difftune.noise)."""
     if measured is None:
         cpu_id = this_cpu(store)[0]
-        rows = block_measurements(store, cpu_id, 1)
-        if rows.empty:
+        if block_measurements(store, cpu_id, 1).empty:
             raise UserError(f"measured: no blocks measured on this CPU ({cpu_id}); run tunelab blocks measure, "
                             "or give a measurements CSV")
-    else:
-        path = Path(measured)
-        if not path.is_file():
-            raise UserError(f"measured: {brief(measured)} is not a file")
-        try:  # bounded (gzip too), and a blocks export's text cells carry their spreadsheet quotes
-            rows = unquote_frame(pd.read_csv(io.BytesIO(read_bytes(path, f"measured {path.name}")), dtype={"hex": str}))
-        except UserError:
-            raise
-        except ValueError as exc:
-            raise UserError(f"measured {path.name}: not a CSV table ({' '.join(str(exc).split())[:120]})") from None
-        missing = [c for c in ("hex", "status", "cycles_median") if c not in rows.columns]
-        if missing:
-            raise UserError(f"measured: {brief(measured)} has no column {missing[0]!r} (a tunelab blocks export CSV)")
-        cpu_id = path.name.split(".")[0]
-    ok = rows[(rows["status"] == "ok") & (pd.to_numeric(rows["cycles_median"], errors="coerce") > 0)]
-    return cpu_id, dict(zip(ok["hex"], ok["cycles_median"].astype(float)))
+        return cpu_id, measured_truth(store, cpu_id)
+    path = Path(measured)
+    if not path.is_file():
+        raise UserError(f"measured: {brief(measured)} is not a file")
+    try:  # bounded (gzip too), and a blocks export's text cells carry their spreadsheet quotes
+        rows = unquote_frame(pd.read_csv(io.BytesIO(read_bytes(path, f"measured {path.name}")), dtype={"hex": str}))
+    except UserError:
+        raise
+    except ValueError as exc:
+        raise UserError(f"measured {path.name}: not a CSV table ({' '.join(str(exc).split())[:120]})") from None
+    missing = [c for c in ("hex", "status", "cycles_min", "cycles_median") if c not in rows.columns]
+    if missing:
+        raise UserError(f"measured: {brief(measured)} has no column {missing[0]!r} (a tunelab blocks export CSV)")
+    cpu_id = path.name.split(".")[0]
+    truth = robust_truth(rows)
+    return cpu_id, dict(zip(truth["hex"], truth["cycles"].astype(float)))
 
 
 def _problem(store: Store, kind: str, blocks: list[Block], model: ParamTable, split_seed: int, *, arch: str | None,
