@@ -107,8 +107,12 @@ def test_calibrate_never_ends_worse_stays_in_budget_and_repeats(
     truth, start = problem
     parameters = default_parameters(blocks, start, k=1)  # BO: 8 random starts, then 3 steps of its model
     budget = len(blocks) * 12 + 7
-    found = calibrate(blocks, truth, start, parameters, strategy, budget, seed=3)
+    said: list[tuple[int, float]] = []
+    found = calibrate(blocks, truth, start, parameters, strategy, budget, seed=3,
+                      on_progress=lambda calls, best: said.append((calls, best)))
     history = found.history
+    assert said and said[-1] == (found.calls, pytest.approx(history["mape"].iloc[-1]))  # the live figures are the result's
+    assert all(a[0] < b[0] and a[1] >= b[1] for a, b in zip(said, said[1:]))
     assert found.calls <= budget and found.calls == len(blocks) * len(history) == history["calls"].iloc[-1]
     assert history["mape"].iloc[0] == pytest.approx(_mape(blocks, start, truth))
     assert (np.diff(history["mape"]) <= 0).all()

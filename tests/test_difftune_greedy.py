@@ -56,9 +56,11 @@ def test_recovers_a_single_perturbed_latency(blocks: list[Block], truth_table: P
 def test_never_worse_and_within_budget(blocks: list[Block], truth_table: ParamTable, budget: int) -> None:
     truth = simulate(blocks, truth_table)
     start = sample_table(truth_table.rows, MODEL, seed=1)
-    found = greedy.greedy_search(blocks, truth, start, budget)
+    said: list[tuple[int, float]] = []
+    found = greedy.greedy_search(blocks, truth, start, budget, on_progress=lambda calls, best: said.append((calls, best)))
     history = found.history
     assert list(history.columns) == ["calls", "mape"]
+    assert not said or said[-1] == (found.calls, history["mape"].iloc[-1])  # the live figures are the result's
     assert found.calls <= budget and history["calls"].iloc[-1] == found.calls
     assert (np.diff(history["calls"]) > 0).all() and (np.diff(history["mape"]) <= 0).all()
     assert history["mape"].iloc[0] == pytest.approx(_mape(blocks, start, truth))

@@ -7,6 +7,7 @@ process, to spare the interpreter start-up and torch's import."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,18 @@ def test_cross_arch_and_this_cpu_report_llvm_mca(trained: Path, tmp_path: Path) 
         block = dataset(store, "tiny")["blocks"][0]
     runner = runner_from_spec({"kind": "simulator", "hex": block, "table": str(out)})
     assert runner.measure({})[0].ok
+
+
+def test_an_experiment_says_where_each_long_step_stands(trained: Path) -> None:
+    """Not only when a method starts: its steps, simulator calls and best score so far, as it goes."""
+    result = cli("difftune", "experiment", "cross-arch", "--surrogate", "s", *SMALL, "--strategies", "RS", db=trained)
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert any(re.match(r"  DiffTune from defaults: step \d+ of \d+, validation MAPE [\d.]+% \(best [\d.]+%\), "
+                        r"[\d,]+ simulator calls", line) for line in lines), lines
+    for label in ("greedy", "RS"):
+        assert any(re.match(rf"  {label}: [\d,]+ of 600 simulator calls, best training MAPE [\d.]+%", line)
+                   for line in lines), lines
 
 
 def test_bad_experiment_inputs_are_one_line_errors(trained: Path, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ and a search that measures it first can never end worse.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -202,8 +202,10 @@ class _Objective:
 
 
 def calibrate(blocks: Sequence[Block], truth: np.ndarray, start: ParamTable, parameters: Sequence[str],
-              strategy: str, budget: int, *, seed: int = 0) -> SearchResult:
-    """Minimise the training MAPE over ``parameters`` with a registry strategy (``RS``, ``BO``, ...).
+              strategy: str, budget: int, *, seed: int = 0,
+              on_progress: Callable[[int, float], None] | None = None) -> SearchResult:
+    """Minimise the training MAPE over ``parameters`` with a registry strategy (``RS``, ``BO``, ...);
+    ``on_progress(calls, best MAPE)`` after each batch it asks for.
 
     Each measurement simulates every block, so the strategy gets ``budget // len(blocks)`` of them; the start
     is measured first and told to the strategy (its first charged measurement), so the result is never worse
@@ -215,7 +217,14 @@ def calibrate(blocks: Sequence[Block], truth: np.ndarray, start: ParamTable, par
     searcher = make_strategy(strategy, space, budget // len(blocks), seed=seed)
     origin = space.to_level_index(pd.DataFrame([start_configuration(start, parameters)]))
     searcher.tell_index(origin, *objective(origin))
-    drive(searcher, objective)
+
+    def evaluate(index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        found = objective(index)
+        if on_progress is not None:
+            on_progress(objective.calls, min(searcher.best_loss, float(np.nanmin(found[0], initial=np.inf))))
+        return found
+
+    drive(searcher, evaluate)
     best = searcher.best_index
     assert best is not None  # the start was measured, and its MAPE is finite
     trace = searcher.trace()

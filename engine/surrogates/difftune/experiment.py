@@ -15,6 +15,8 @@ caller keeps it whatever stops the run later.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -41,6 +43,22 @@ MAX_SEED = 2**32
 Progress = Callable[[str], None]
 #: Receives each method's table (its label, the table) as soon as the method ends.
 OnTable = Callable[[str, ParamTable], None]
+#: Seconds between two progress lines of one long step (learning, a search): often enough to see it move.
+PROGRESS_EVERY_S = 10.0
+
+
+def every(say: Progress, seconds: float = PROGRESS_EVERY_S) -> Progress:
+    """``say``, passing on at most one line per ``seconds`` (the first at once): a step reports as often as it
+    likes, a person reads a line now and then."""
+    last = [-math.inf]
+
+    def throttled(text: str) -> None:
+        now = time.monotonic()
+        if now - last[0] >= seconds:
+            last[0] = now
+            say(text)
+
+    return throttled
 
 
 @dataclass(frozen=True)
@@ -179,13 +197,32 @@ def run_experiment(problem: Problem, surrogate: Surrogate, settings: Settings, p
     val = problem.val if problem.val is not None and len(problem.val) else problem.train
     val_blocks, val_truth = _pick(problem.blocks, val), problem.truth[val]
 
-    def validate(table: ParamTable) -> float:
-        return float(np.nanmean(ape(simulated(val_blocks, table), val_truth)))
+    steps = config.epochs * -(-len(train_blocks) // config.batch)
+
+    def validating(name: str) -> Callable[[ParamTable], float]:
+        """The validation of one start's learning, saying where it stands (step, simulator calls, best so far)."""
+        seen: list[float] = []
+        tell = every(say)
+
+        def validate(table: ParamTable) -> float:
+            score = float(np.nanmean(ape(simulated(val_blocks, table), val_truth)))
+            seen.append(score)
+            step = min(steps, (len(seen) - 1) * config.validate_every)
+            tell(f"  DiffTune from {name}: step {step:,} of {steps:,}, validation MAPE {score:.2%} (best {min(seen):.2%}), "
+                 f"{len(seen) * len(val_blocks):,} simulator calls")
+            return score
+
+        return validate
+
+    def searching(label: str) -> Callable[[int, float], None]:
+        tell = every(say)
+        return lambda calls, best: tell(f"  {label}: {calls:,} of {settings.budget:,} simulator calls, "
+                                        f"best training MAPE {best:.2%}")
 
     for name, start in problem.starts.items():
-        say(f"DiffTune from {name}: {config.epochs} epochs over {len(train_blocks):,} blocks, validated in the "
-            f"simulator every {config.validate_every} steps on {len(val_blocks):,} blocks")
-        learned = learn_table(surrogate, train_blocks, train_truth, start, config, validate)
+        say(f"DiffTune from {name}: {config.epochs} epochs ({steps:,} steps) over {len(train_blocks):,} blocks, "
+            f"validated in the simulator every {config.validate_every} steps on {len(val_blocks):,} blocks")
+        learned = learn_table(surrogate, train_blocks, train_truth, start, config, validating(name))
         label = f"DiffTune ({name} start)"
         tables[label] = learned.table
         keep(label, learned.table)
@@ -194,14 +231,16 @@ def run_experiment(problem: Problem, surrogate: Surrogate, settings: Settings, p
         costs[f"{label}: validation"] = len(learned.validation) * len(val_blocks)
     first_name, first = next(iter(problem.starts.items()))
     say(f"greedy search from {first_name}: {settings.budget:,} simulator calls")
-    greedy = greedy_search(train_blocks, train_truth, first, settings.budget, seed=settings.seed)
+    greedy = greedy_search(train_blocks, train_truth, first, settings.budget, seed=settings.seed,
+                           on_progress=searching("greedy"))
     label = f"greedy ({first_name} start)"
     tables[label], curves[label], costs[label] = greedy.table, greedy.history, greedy.calls
     keep(label, greedy.table)
     parameters = default_parameters(train_blocks, first, settings.parameters)
     for strategy in settings.strategies:
         say(f"{strategy} over {', '.join(parameters)}: {settings.budget:,} simulator calls")
-        found = calibrate(train_blocks, train_truth, first, parameters, strategy, settings.budget, seed=settings.seed)
+        found = calibrate(train_blocks, train_truth, first, parameters, strategy, settings.budget, seed=settings.seed,
+                          on_progress=searching(strategy))
         label = f"{strategy} search ({first_name} start)"
         tables[label], curves[label], costs[label] = found.table, found.history, found.calls
         keep(label, found.table)

@@ -17,7 +17,7 @@ would overrun the budget.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -86,9 +86,10 @@ class _Greedy:
 
 
 def greedy_search(blocks: Sequence[Block], truth: np.ndarray, start: ParamTable, budget: int, *,
-                  seed: int = 0) -> SearchResult:
+                  seed: int = 0, on_progress: Callable[[int, float], None] | None = None) -> SearchResult:
     """Coordinate search from ``start`` for a table whose simulation of ``blocks`` matches ``truth`` (cycles per
-    100 iterations); ``budget`` counts simulator calls (one block under one table), the start's first evaluation included."""
+    100 iterations); ``budget`` counts simulator calls (one block under one table), the start's first evaluation
+    included. ``on_progress(calls, best MAPE)`` after each parameter is tried."""
     values = check_problem(blocks, truth, start)
     search = _Greedy(blocks, values, start, check_budget(budget, len(blocks)))
     order = visiting_order(search.holders, start, seed)
@@ -97,6 +98,8 @@ def greedy_search(blocks: Sequence[Block], truth: np.ndarray, start: ParamTable,
         improved = False
         for p in order:
             improved = search.improve(p) or improved
+            if on_progress is not None:
+                on_progress(search.calls, search.best[-1])
             if search.done:
                 break
     return SearchResult(search.table, search.calls, curve(search.spent, search.best))
