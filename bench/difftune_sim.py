@@ -1,7 +1,8 @@
 """Our llvm-mca-like simulator against llvm-mca-19 on the 2,000 anchor blocks: accuracy and speed, side by
 side in one run (each on one core: the simulator's numba core, and llvm-mca-19 batched 100 blocks per process).
 
-Usage: python bench/difftune_sim.py [--archs haswell,skylake,ivybridge,znver3,HOST] [--limit N] [--cache DIR]
+Usage: python bench/difftune_sim.py [--archs haswell,skylake,ivybridge,sapphirerapids,znver3,znver4,znver5,HOST]
+[--limit N] [--cache DIR]
 ``HOST`` stands for this machine's nearest -mcpu. Default tables are cached under ``--cache``.
 """
 
@@ -24,7 +25,7 @@ from engine.surrogates.difftune.simulate import simulate
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", default=".cache/difftune")
-    parser.add_argument("--archs", default="haswell,skylake,ivybridge,znver3,HOST")
+    parser.add_argument("--archs", default="haswell,skylake,ivybridge,sapphirerapids,znver3,znver4,znver5,HOST")
     parser.add_argument("--limit", type=int, default=0)
     args = parser.parse_args()
     identity = cpu_identity()
@@ -36,7 +37,7 @@ def main() -> None:
     keep = [i for i, b in enumerate(decoded) if isinstance(b, Block)]
     blocks = [b for b in decoded if isinstance(b, Block)]
     print(f"CPU {identity.model_name} ({identity.short_id}, -mcpu={host}); {len(blocks)} of {len(frame)} blocks decoded")
-    for arch in (host if a == "HOST" else a for a in args.archs.split(",")):
+    for arch in dict.fromkeys(host if a == "HOST" else a for a in args.archs.split(",")):  # HOST may repeat one
         table = default_table(blocks, arch, args.cache)
         usable = [i for i, b in enumerate(blocks) if all(x.key in table.rows for x in b.instructions)]
         sub = [blocks[i] for i in usable]

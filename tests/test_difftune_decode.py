@@ -38,3 +38,31 @@ def test_a_missing_llvm_mc_is_named_with_its_package(monkeypatch) -> None:
     monkeypatch.setattr(decode, "LLVM_MC", "llvm-mc-19-absent")
     with pytest.raises(UserError, match=r"^llvm-mc-19-absent is not installed: .*apt-get install llvm-19\)$"):
         decode._run_mc("0x90")
+
+
+def test_operand_variants_split_keys() -> None:
+    """llvm-mca resolves some opcodes to another scheduling class by their operands: those get their own key."""
+    fast, slow3, scaled, scale1 = decode_block("488d4108" "488d4c1808" "488d1498" "488d0418").instructions
+    assert [i.key for i in (fast, slow3, scaled, scale1)] == ["LEA64r", "LEA64r@slow", "LEA64r@slow", "LEA64r"]
+    assert slow3.base_key == "LEA64r"
+    seta, setb, cmova = decode_block("0f97c0" "0f92c0" "480f47d8").instructions
+    assert [seta.key, setb.key, cmova.key] == [f"{seta.opcode}@cfzf", setb.opcode, f"{cmova.opcode}@cfzf"]
+
+
+def test_vzeroupper_reads_nothing() -> None:
+    (vzu,) = decode_block("c5f877").instructions
+    assert vzu.uses == () and vzu.defs[0] == Def("ZMM0", "y", True) and len(vzu.defs) == 16
+
+
+def test_x87_stack_registers_carry_no_dependency() -> None:
+    """LLVM's x87 MC instructions write no ST(i) and C0-C3 are not EFLAGS: fxch has nothing to depend on."""
+    fxch, fucomi, faddp = decode_block("d9ca" "dbe9" "dec1").instructions
+    assert (fxch.uses, fxch.defs) == ((), ()) and faddp.defs == ()
+    assert fucomi.defs == (Def("EFLAGS", "-", False),)
+
+
+def test_reversed_encodings_are_idiom_candidates_too() -> None:
+    """``xorl %eax, %eax`` encoded 33 c0 is XOR32rr_REV: LLVM's models list it beside XOR32rr."""
+    xor_rev, cmp8 = decode_block("33c0" "38c0").instructions
+    assert xor_rev.zero_idiom and xor_rev.key == "XOR32rr_REV@zero"
+    assert cmp8.dep_breaking and cmp8.opcode == "CMP8rr"

@@ -107,3 +107,14 @@ def test_a_diverged_value_is_extracted_at_its_bound() -> None:
     assert table.rows[keys[0]].latency == BOUNDS["latency"][1] and table.rows[keys[1]].uops == 1
     assert dict(table.rows[keys[1]].port_cycles).get(MODEL.resources[0]) == BOUNDS["port_cycles"][1]
     assert (table.dispatch_width, table.rob_size) == (BOUNDS["dispatch_width"][1], BOUNDS["rob_size"][0])
+
+
+def test_an_extracted_table_keeps_the_start_model() -> None:
+    """Only globals and rows are learnt: a Zen start's register files, buffers, queues and moves stay."""
+    units = [u for u, _ in MODEL.units]
+    start = replace(MODEL, eliminated_moves=("ADD64rr",), register_files=(("gpr", 192),),
+                    buffers=(("S", 40, (units[0],)),), queues=(("load", 72),), retire_width=8)
+    keys = ["ADD64rr"]
+    table = _extract(np.ones((1, len(start.resources) + N_SLOTS + 2)), np.array([4.0, 100.0]), keys, start)
+    assert (table.eliminated_moves, table.register_files, table.buffers, table.queues, table.retire_width) == (
+        start.eliminated_moves, start.register_files, start.buffers, start.queues, 8)

@@ -1,6 +1,7 @@
 """ParamTable: validation, JSON/Parquet/key-value round trips, diff; default tables from llvm-mca-19."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,33 @@ def test_round_trip(tmp_path: Path, suffix: str) -> None:
     table = _table()
     table.save(tmp_path / f"t{suffix}")
     assert load(tmp_path / f"t{suffix}") == table
+
+
+@pytest.mark.parametrize("suffix", [".json", ".parquet", ".txt"])
+def test_round_trip_keeps_register_files_and_eliminated_moves(tmp_path: Path, suffix: str) -> None:
+    table = replace(_table(), eliminated_moves=("ADD64rr",), register_files=(("gpr", 192), ("vec", 160)),
+                    buffers=(("P01S", 60, ("P0", "P1")), ("P23S", 40, ("P23",))), queues=(("load", 72), ("store", 64)))
+    table.save(tmp_path / f"t{suffix}")
+    assert load(tmp_path / f"t{suffix}") == table
+    assert load(tmp_path / f"t{suffix}").register_files == (("gpr", 192), ("vec", 160))
+
+
+@pytest.mark.parametrize(("files", "message"), [((("fpu", 10),), "register_files: expected a kind"),
+                                                ((("gpr", 0),), r"register_files\['gpr'\]: must be from 1"),
+                                                ((("gpr", 8), ("gpr", 9)), "a kind appears twice")])
+def test_bad_register_files_are_refused(files: tuple, message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        replace(_table(), register_files=files)
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"buffers": (("S", 10, ("P9",)),)}, "buffers: 'S' has members"),
+    ({"buffers": (("S", 0, ("P0",)),)}, r"buffers\['S'\]: must be from 1"),
+    ({"queues": (("fill", 8),)}, "queues: expected a kind"),
+    ({"queues": (("load", 8), ("load", 9))}, "a kind appears twice")])
+def test_bad_buffers_and_queues_are_refused(fields: dict, message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        replace(_table(), **fields)
 
 
 def test_key_value_file_has_every_key_difftune_looks_up() -> None:

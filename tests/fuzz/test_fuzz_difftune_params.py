@@ -52,7 +52,14 @@ def documents(draw) -> dict:
            "units": units, "groups": pick(draw, st.just(groups)),
            "rows": pick(draw, st.dictionaries(NAMES, rows(), max_size=3))}
     optional = {"retire_width": st.integers(0, 8), "scheduler_size": st.integers(0, 60),
-                "dependent_idioms": st.lists(NAMES, max_size=2), "provenance": st.dictionaries(NAMES, NAMES, max_size=2)}
+                "dependent_idioms": st.lists(NAMES, max_size=2), "provenance": st.dictionaries(NAMES, NAMES, max_size=2),
+                "eliminated_moves": st.lists(NAMES, max_size=2),
+                "register_files": st.lists(st.tuples(st.sampled_from(["gpr", "vec"]) | NAMES, st.integers(0, 9)).map(list),
+                                           max_size=2),
+                "buffers": st.lists(st.tuples(NAMES, st.integers(0, 9), st.lists(st.sampled_from(names), max_size=2))
+                                    .map(list), max_size=2),
+                "queues": st.lists(st.tuples(st.sampled_from(["load", "store"]) | NAMES, st.integers(0, 9)).map(list),
+                                   max_size=2)}
     for name, good in optional.items():
         if draw(st.booleans()):
             doc[name] = pick(draw, good)

@@ -10,7 +10,9 @@ canonicalised to its full-width name (``RAX``, ``ZMM0``) plus the *part* accesse
 ``z`` for 128/256/512-bit vectors; ``-`` for registers without parts. A write updates the part
 and its sub-parts; a 32-bit GPR write and a VEX/EVEX vector write also update the super-parts
 (they zero the upper bits), while 8/16-bit GPR writes and legacy-SSE writes merge. A read
-depends on the latest writers of the part and all its sub-parts. EFLAGS is one register.
+depends on the latest writers of the part and all its sub-parts. EFLAGS is one register (x87's C0-C3 are
+not in it). As in LLVM's MC layer, x87 instructions read and write no stack register, and ``vzeroupper``
+writes YMM0-15 and reads nothing. (Models with register files rename whole GPRs: simulate.py.)
 """
 
 from __future__ import annotations
@@ -36,10 +38,12 @@ FLAGS = "EFLAGS"
 
 _READ = {iced.OpAccess.READ, iced.OpAccess.COND_READ, iced.OpAccess.READ_WRITE, iced.OpAccess.READ_COND_WRITE}
 _WRITE = {iced.OpAccess.WRITE, iced.OpAccess.COND_WRITE, iced.OpAccess.READ_WRITE, iced.OpAccess.READ_COND_WRITE}
+# Candidates only: whether a model recognises one is probed per model (``ParamTable.dependent_idioms``).
 _ZERO_IDIOM = re.compile(
-    r"^(MMX_)?V?(P?XOR|PSUB[BWDQ]|PCMPGT[BWDQ]|ANDNP[SD]|PANDN|XORP[SD])(Y|Z128|Z256|Z)?rr$|^(SUB|XOR)(32|64)rr$"
+    r"^(MMX_)?V?(P?XOR|PSUB[BWDQ]|PSUBU?S[BW]|PCMPGT[BWDQ]|ANDNP[SD]|PANDN|XORP[SD])(Y|Z128|Z256|Z)?rr$"
+    r"|^(SUB|XOR)(32|64)rr(_REV)?$"
 )
-_DEP_BREAKING = re.compile(r"^(MMX_)?V?PCMPEQ[BWDQ](Y|Z128|Z256|Z)?rr$|^SBB(32|64)rr$|^CMP(32|64)rr$")
+_DEP_BREAKING = re.compile(r"^(MMX_)?V?PCMPEQ[BWDQ](Y|Z128|Z256|Z)?rr$|^SBB(32|64)rr(_REV)?$|^CMP(8|16|32|64)rr(_REV)?$")
 
 
 @dataclass(frozen=True)
@@ -74,10 +78,45 @@ class Instruction:
     zero_idiom: bool
     dep_breaking: bool
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
-        """Parameter-table key: the opcode, split off for zero idioms (llvm resolves those to another class)."""
+        """Parameter-table key: the opcode, split off where llvm-mca's models resolve the opcode to another
+        scheduling class by its operands: zero idioms (``@zero``), slow LEAs (``@slow``: base, index and
+        displacement, or a scale other than 1; Zen), SETcc/CMOVcc on a condition reading CF and ZF
+        (``@cfzf``: seta/setbe, cmova/cmovbe; Intel)."""
+        if self.zero_idiom:
+            return f"{self.opcode}@zero"
+        variant = operand_variant(self.opcode, self.asm)
+        return f"{self.opcode}@{variant}" if variant else self.opcode
+
+    @property
+    def base_key(self) -> str:
+        """The key before operand variants existed (tables made then have rows only under it)."""
         return f"{self.opcode}@zero" if self.zero_idiom else self.opcode
+
+
+_X87 = re.compile(r"^ST\d$")
+_FPU_FLAGS = iced.RflagsBits.C0 | iced.RflagsBits.C1 | iced.RflagsBits.C2 | iced.RflagsBits.C3
+_LEA = re.compile(r"^LEA(16|32|64|64_32)r$")
+# AT&T memory operand: [disp](base[,index[,scale]])
+_ADDRESS = re.compile(r"(?P<disp>[-+]?(?:0x[0-9a-fA-F]+|\d+))?\((?P<base>%\w+)?(?:,(?P<index>%\w+)?(?:,(?P<scale>\d+))?)?\)")
+_CF_ZF = re.compile(r"^(set|cmov)(a|be|nbe|na)[wlq]?$")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def operand_variant(opcode: str, asm: str) -> str:
+    """The scheduling variant an instruction's operands select (``""`` for the opcode's usual class)."""
+    if _LEA.match(opcode):
+        m = _ADDRESS.search(asm)
+        if m is None:
+            return ""
+        disp = m.group("disp")
+        three = bool(m.group("base")) and bool(m.group("index")) and disp is not None and int(disp, 0) != 0
+        scaled = m.group("scale") is not None and int(m.group("scale")) != 1
+        return "slow" if three or scaled else ""
+    if opcode.startswith(("SETCC", "CMOV")) and _CF_ZF.match(asm.split()[0]):
+        return "cfzf"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -271,12 +310,18 @@ def _instruction(mc: _McInst, ins: iced.Instruction, info: iced.InstructionInfo,
             implicit_reads.append((name, part))
         if used.access in _WRITE and (name, part) not in implicit_writes and not any(d.reg == name for d in defs):
             implicit_writes.append((name, part))
-    if ins.rflags_read:
+    if ins.rflags_read & ~_FPU_FLAGS:  # x87's C0-C3 live in the FPU status word, not EFLAGS
         implicit_reads.append((FLAGS, "-"))
-    if ins.rflags_modified:
+    if ins.rflags_modified & ~_FPU_FLAGS:
         implicit_writes.append((FLAGS, "-"))
     uses += [Use(n, p, n_explicit_uses + k) for k, (n, p) in enumerate(implicit_reads)]
     defs += [Def(n, p, p == "d") for n, p in implicit_writes]
+    if mc.opcode in ("VZEROUPPER", "VZEROALL"):  # LLVM: writes YMM0-15, reads nothing (iced lists the XMMs read)
+        uses, defs = [], [Def(f"ZMM{r}", "y", True) for r in range(16)]
+    # x87: LLVM's MC instructions write no stack register (their ST(i) operands are inputs; the stack is the
+    # code generator's business), so for llvm-mca no x87 result feeds another through ST(i): keep none.
+    uses = [u for u in uses if not _X87.match(u.reg)]
+    defs = [d for d in defs if not _X87.match(d.reg)]
     mem = info.used_memory()
     reg_uses = [op for op in mc.operands[n_defs:] if op.startswith("Reg:") and op != "Reg:0"]
     same_sources = len(reg_uses) >= 2 and len(set(reg_uses)) == 1
@@ -300,8 +345,11 @@ def _check_hex(text: str) -> str:
     return h
 
 
-#: What decoded a block (a stored decoding is reused only by the same decoders).
-DECODER = f"{LLVM_MC}+iced-x86-{importlib.metadata.version('iced-x86')}"
+#: What decoded a block (a stored decoding is reused only by the same decoders and the same rules: ``DECODE_RULES``
+#: counts this module's revisions of what it makes of them; 2: x87 and vzeroupper as LLVM sees them, ``_REV``
+#: and saturating-subtract idiom candidates).
+DECODE_RULES = 2
+DECODER = f"{LLVM_MC}+iced-x86-{importlib.metadata.version('iced-x86')}+rules-{DECODE_RULES}"
 
 
 def block_document(block: Block) -> list[dict[str, Any]]:

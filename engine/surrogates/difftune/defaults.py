@@ -6,6 +6,13 @@ net cycles per group are recovered by a greedy integer decomposition over the mo
 squares (scipy.optimize.nnls). ReadAdvance is printed nowhere, so it is probed: a producer of
 known latency L feeds one operand slot of the instruction, and the consumer issues
 max(0, L − advance) cycles after the producer (llvm-mca's timeline shows both cycles).
+
+Groups are the models' own where known (Haswell, Skylake, Sandy/Ivy Bridge, Sapphire Rapids, Zen 3/4; other
+models' are inferred from the spreads). Register files and the moves a model eliminates at renaming are
+probed with ``-register-file-stats`` (which file a GPR and a vector write map into; whether a move is
+eliminated); the retire width is the model's RetireControlUnit (Zen 3: 8, Zen 4 and Zen 5, which llvm 19
+models as Zen 4: 9). Scheduler buffers come from ``-scheduler-stats``; the load and store queues are counted
+as the loads (stores) dispatched behind a long division before the stall ``-dispatch-stats`` puts on them.
 """
 
 from __future__ import annotations
@@ -29,6 +36,21 @@ from engine.surrogates.difftune.params import N_SLOTS, OpParams, ParamTable, loa
 LLVM_MCA = "llvm-mca-19"
 BATCH = 100
 
+
+def _zen_groups(z: str) -> dict[str, tuple[str, ...]]:
+    """The Zen 3 / Zen 4 models' ProcResGroups, one per member set (llvm-mca uses the first of groups with
+    equal members and zeroes the others). The scheduler groups (all integer, all FP pipes) only model
+    buffers and never keep net cycles, like Intel's all-port groups."""
+    fp = {"FPU0123": "0123", "FPFMul01": "01", "FPFAdd01": "23", "FPFMisc12": "12", "FPVMul01": "03"}
+    if z == "Zn4":
+        fp["FPFMisc123"] = "123"
+    groups = {f"{z}ALU0123": tuple(f"{z}ALU{c}" for c in "0123"), f"{z}AGU012": tuple(f"{z}AGU{c}" for c in "012"),
+              f"{z}BRU01": (f"{z}ALU0", f"{z}BRU1"), f"{z}ALU03": (f"{z}ALU0", f"{z}ALU3"),
+              f"{z}ALU12": (f"{z}ALU1", f"{z}ALU2")}
+    groups.update({f"{z}{name}": tuple(f"{z}FP{c}" for c in pipes) for name, pipes in fp.items()})
+    return groups
+
+
 # The all-port groups (HWPortAny...) only model the scheduler buffer: they never keep net cycles.
 _HSW_LIKE = ("01", "23", "237", "04", "05", "06", "15", "16", "56", "015", "056", "0156")
 # ProcResGroups of the LLVM 19 X86 scheduling models (names and members as llvm-mca knows them).
@@ -40,11 +62,17 @@ _GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
     "SB": {"SBPort01": ("SBPort0", "SBPort1"), "SBPort05": ("SBPort0", "SBPort5"),
            "SBPort15": ("SBPort1", "SBPort5"), "SBPort015": ("SBPort0", "SBPort1", "SBPort5")},
     "SPR": {f"SPRPort{g}": tuple(f"SPRPort{c}" for c in g.split("_")) for g in _SPR},
+    **{z: _zen_groups(z) for z in ("Zn3", "Zn4")},
 }
-_RETIRE_WIDTH = {"znver3": 8, "znver4": 8}
+#: The Zen models' scheduler groups: buffers only (ALU0 is also BRU0 there).
+_BUFFER_GROUPS = {**{f"{z}Int": tuple(f"{z}{u}" for u in ("ALU0", "ALU1", "ALU2", "ALU3", "AGU0", "AGU1", "AGU2", "BRU1"))
+                     for z in ("Zn3", "Zn4")},
+                  **{f"{z}FP": tuple(f"{z}FP{c}" for c in ("0", "1", "2", "3", "45")) for z in ("Zn3", "Zn4")}}
+#: Retire width per model (llvm-mca's RetireControlUnit; Intel models leave it unbounded). znver5 uses Zen 4's model.
+_RETIRE_WIDTH = {"Zn3": 8, "Zn4": 9}
 #: Provenance entry naming (space-separated) the idiom candidates the source model does not recognise.
 #: Bumped when what a cached default table holds changes, so older cached tables are rebuilt, not reused.
-TABLE_FORMAT = 2
+TABLE_FORMAT = 3
 
 
 def _mca(args: Sequence[str], text: str) -> subprocess.CompletedProcess[str]:
@@ -225,10 +253,58 @@ def probe_dependent_idioms(mcpu: str, instrs: Sequence[Instruction]) -> list[str
                   if line is not None and line[-1]["CycleIssued"] >= line[-2]["CycleExecuted"] - 1)
 
 
+# -- register files and move elimination -------------------------------------------------------
+
+def _register_file_stats(mcpu: str, texts: Sequence[str]) -> list[list[dict[str, int]] | None]:
+    """Per text (one code region each): its register files' ``size``, ``mappings`` and ``eliminated`` moves."""
+    out: list[list[dict[str, int]] | None] = []
+    for start in range(0, len(texts), BATCH):
+        chunk = texts[start:start + BATCH]
+        text = "".join(f"# LLVM-MCA-BEGIN p{i}\n{t}\n# LLVM-MCA-END p{i}\n" for i, t in enumerate(chunk))
+        proc = _mca([f"-mcpu={mcpu}", "-iterations=1", "--all-views=0", "-register-file-stats"], text)
+        if proc.returncode != 0:  # one text spoils the batch: the others one by one
+            out.extend([None] if len(chunk) == 1 else [_register_file_stats(mcpu, [t])[0] for t in chunk])
+            continue
+        regions = re.split(r"^\[\d+\] Code Region", proc.stdout, flags=re.M)[1:] or [proc.stdout]
+        for region in regions[:len(chunk)]:
+            files = []
+            for part in re.split(r"^\*\s+Register File #\d+", region, flags=re.M)[1:]:
+                size = re.search(r"Number of physical registers:\s+(\d+)", part)
+                mappings = re.search(r"Total number of mappings created:\s+(\d+)", part)
+                eliminated = re.search(r"Number of moves eliminated:\s+(\d+)", part)
+                files.append({"size": int(size.group(1)) if size else 0, "mappings": int(mappings.group(1)) if mappings else 0,
+                              "eliminated": int(eliminated.group(1)) if eliminated else 0})
+            out.append(files)
+        out.extend([None] * (len(chunk) - len(regions[:len(chunk)])))
+    return out
+
+
+def probe_register_files(mcpu: str) -> tuple[tuple[str, int], ...]:
+    """The model's bounded physical register files, found by which file a GPR and a vector write map into
+    (Intel models declare none: llvm-mca renames without bound there)."""
+    probes = {"gpr": "addq $1, %rax", "vec": "vpaddd %xmm0, %xmm0, %xmm1"}
+    stats = _register_file_stats(mcpu, list(probes.values()))
+    out = []
+    for kind, files in zip(probes, stats, strict=True):
+        used = [f for f in files or [] if f["mappings"] > 0 and f["size"] > 0]
+        if used:
+            out.append((kind, used[0]["size"]))
+    return tuple(out)
+
+
+def probe_eliminated_moves(mcpu: str, instrs: Sequence[Instruction]) -> list[str]:
+    """Keys of the register-to-register moves this model eliminates at register renaming."""
+    candidates = [i for i in instrs if not i.may_load and not i.may_store and len(i.uses) == 1 and len(i.defs) == 1
+                  and i.uses[0].reg != FLAGS and i.defs[0].reg != FLAGS and i.uses[0].reg != i.defs[0].reg]
+    stats = _register_file_stats(mcpu, [i.asm for i in candidates])
+    return sorted({i.key for i, files in zip(candidates, stats, strict=True)
+                   if files is not None and any(f["eliminated"] > 0 for f in files)})
+
+
 # -- the table ---------------------------------------------------------------------------------
 
-def _globals(mcpu: str) -> tuple[int, int, int]:
-    """Dispatch width, ROB size and the unified scheduler's size (0 when the model has several)."""
+def _globals(mcpu: str) -> tuple[int, int, list[tuple[str, int]]]:
+    """Dispatch width, ROB size and the scheduler buffers (resource name, entries)."""
     proc = _mca([f"-mcpu={mcpu}", "-iterations=1", "--all-views=0", "-dispatch-stats", "-retire-stats",
                  "-scheduler-stats", "--summary-view"], "addq %rax, %rbx\n")
     width = re.search(r"Dispatch Width:\s+(\d+)", proc.stdout)
@@ -236,7 +312,43 @@ def _globals(mcpu: str) -> tuple[int, int, int]:
     if proc.returncode != 0 or width is None or rob is None:
         raise UserError(f"mcpu: llvm-mca-19 does not know {brief(mcpu)}")
     queues = re.findall(r"^(\S+)\s+\d+\s+\d+\s+(\d+)\s*$", proc.stdout.split("Scheduler's queue usage:")[-1], re.M)
-    return int(width.group(1)), int(rob.group(1)), int(queues[0][1]) if len(queues) == 1 else 0
+    return int(width.group(1)), int(rob.group(1)), [(name, int(size)) for name, size in queues]
+
+
+def _buffers(queues: Sequence[tuple[str, int]], units: Sequence[tuple[str, int]],
+             groups: Sequence[tuple[str, tuple[str, ...]]]) -> tuple[int, tuple[tuple[str, int, tuple[str, ...]], ...]]:
+    """One buffer is the unified scheduler (``scheduler_size``); several become ``buffers`` with their units
+    (a unit's own, a group's, or a scheduler group's members)."""
+    if len(queues) == 1:
+        return queues[0][1], ()
+    names = {u for u, _ in units}
+    known = {**_BUFFER_GROUPS, **dict(groups)}
+    out = []
+    for name, size in queues:
+        members = (name,) if name in names else known.get(name, ())
+        if members and set(members) <= names:
+            out.append((name, size, members))
+    return 0, tuple(out)
+
+
+def probe_queues(mcpu: str) -> tuple[tuple[str, int], ...]:
+    """The load and store queues' entries: loads (stores) behind a long division, counted up to the first
+    dispatch stall that llvm-mca's dispatch statistics put on that queue (Intel models declare none)."""
+    out = []
+    for kind, ins, stall in (("load", "movq (%rsp), %r8", "LQ"), ("store", "movq %r8, (%rsp)", "SQ")):
+        text = "divq %rcx\n" + f"{ins}\n" * 150
+        stats = _mca([f"-mcpu={mcpu}", "-iterations=1", "--all-views=0", "-dispatch-stats"], text)
+        stalled = re.search(rf"{stall}\s+- [^:]*:\s+(\d+)", stats.stdout)
+        if stats.returncode != 0 or stalled is None or int(stalled.group(1)) == 0:
+            continue
+        line = _timelines(mcpu, [text])[0]
+        if line is None:
+            continue
+        cycles = [x["CycleDispatched"] for x in line[1:]]
+        size = next((i for i in range(1, len(cycles)) if cycles[i] > cycles[i - 1] + 1), 0)
+        if size:
+            out.append((kind, size))
+    return tuple(out)
 
 
 def default_table(blocks: Sequence[Block], mcpu: str, cache: str | Path | None = None) -> ParamTable:
@@ -256,9 +368,10 @@ def default_table(blocks: Sequence[Block], mcpu: str, cache: str | Path | None =
         cache_file = Path(cache) / f"table_{mcpu}_v{TABLE_FORMAT}_{digest}.json"
         if cache_file.exists():
             return load(cache_file)
-    width, rob, rs = _globals(mcpu)
+    width, rob, queues = _globals(mcpu)
     subunits, info = _instruction_tables(mcpu, [i.asm for i in exemplars.values()])
     units, groups = resource_model(subunits, (r["pressure"] for r in info.values()))
+    rs, buffers = _buffers(queues, units, groups)
     names, matrix = _columns(units, groups, subunits)
     advance = probe_read_advance(mcpu, [i for i in exemplars.values() if i.may_load and i.asm in info])
     rows = {}
@@ -270,8 +383,10 @@ def default_table(blocks: Sequence[Block], mcpu: str, cache: str | Path | None =
         rows[key] = OpParams(int(r["uops"]), int(r["latency"]), tuple(advance.get(key, [0] * N_SLOTS)),
                              tuple(sorted(ports.items())))
     table = ParamTable(dispatch_width=width, rob_size=rob, units=units, groups=groups, rows=rows,
-                       retire_width=_RETIRE_WIDTH.get(mcpu, 0), scheduler_size=rs,
+                       retire_width=_RETIRE_WIDTH.get(units[0][0][:3] if units else "", 0), scheduler_size=rs,
                        dependent_idioms=tuple(probe_dependent_idioms(mcpu, list(idioms.values()))),
+                       eliminated_moves=tuple(probe_eliminated_moves(mcpu, list(exemplars.values()))),
+                       register_files=probe_register_files(mcpu), buffers=buffers, queues=probe_queues(mcpu),
                        provenance={"source": "llvm-mca --instruction-tables + ReadAdvance probes",
                                    "llvm": LLVM_MCA, "mcpu": mcpu, "date": date.today().isoformat()})
     if cache_file is not None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -107,9 +107,8 @@ def _extract(theta: np.ndarray, widths: np.ndarray, keys: Sequence[str], start: 
                              port_cycles=tuple(sorted(units + groups)))
     width, rob = (int(v) for v in _bounded(widths, ("dispatch_width", "rob_size")))
     provenance = {"source": "DiffTune parameter learning", "start": start.provenance.get("source", "")}
-    return ParamTable(dispatch_width=width, rob_size=rob, units=start.units, groups=start.groups, rows=rows,
-                      retire_width=start.retire_width, scheduler_size=start.scheduler_size,
-                      dependent_idioms=start.dependent_idioms, provenance=provenance)
+    # The start's model (units, groups, idioms, register files, buffers...) is kept: only globals and rows are learnt.
+    return replace(start, dispatch_width=width, rob_size=rob, rows=rows, provenance=provenance)
 
 
 def learn_table(surrogate: Surrogate, blocks: Sequence[Block], truth: np.ndarray, start: ParamTable,

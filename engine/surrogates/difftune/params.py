@@ -6,8 +6,14 @@ cycles are *net*: a group's cycles exclude the cycles of units and smaller group
 i.e. what llvm-mca keeps after it subtracts sub-resource cycles, so a table can be written
 directly without knowing TableGen's expansion. Globals: ``dispatch_width``, ``rob_size`` (DiffTune's
 two), plus ``retire_width`` and ``scheduler_size`` (0 = unbounded): DiffTune does not learn them,
-but llvm-mca's models set them (znver retires 8 per cycle; Intel's unified scheduler holds 54-60
-µops, which stalls dispatch behind long-latency chains).
+but llvm-mca's models set them (Zen 3 retires 8 per cycle, Zen 4 9; Intel's unified scheduler holds 54-60
+µops, which stalls dispatch behind long-latency chains). Two more model fields are not learnt either:
+``register_files`` (Zen's physical register files: 192/224 GPR, 160/192 vector registers; a write holds one
+from dispatch to retire, and a partial GPR write waits for the register's previous producer) and
+``eliminated_moves`` (keys of register moves renamed away at dispatch), ``buffers`` (a model's several scheduler
+buffers: Zen's integer 96, FP 64, load 72 and store 64 entries; Sapphire Rapids' three) and ``queues`` (the
+load/store unit's queues, Zen's 72 loads and 64 stores, held to retire). Tables written before these fields
+existed read as having none (llvm-mca's behaviour for Intel models).
 
 Every table is checked when it is made (:data:`BOUNDS`, :data:`MAX_RESOURCES`, :data:`MAX_ROWS`), whatever
 made it. Files are hostile until proven otherwise: at most
@@ -38,6 +44,10 @@ from engine.errors import UserError, brief
 from engine.io.table_import import MAX_IMPORT_BYTES, load_json, read_bytes, source_name
 
 N_SLOTS = 7
+#: Kinds of physical register file a table may bound (see ``ParamTable.register_files``).
+REGISTER_FILE_KINDS = ("gpr", "vec")
+#: Kinds of load/store queue a table may bound (see ``ParamTable.queues``).
+QUEUE_KINDS = ("load", "store")
 _GLOBALS = ("dispatch_width", "rob_size", "retire_width", "scheduler_size")
 #: Inclusive bounds of each integer field ("units": a unit's count of identical pipes). Generous for real
 #: CPUs: llvm-mca-19's x86 models reach 140 µops (Sapphire Rapids' ``xsave``), latencies of 126 and resource
@@ -49,7 +59,7 @@ _GLOBALS = ("dispatch_width", "rob_size", "retire_width", "scheduler_size")
 BOUNDS: dict[str, tuple[int, int]] = {
     "dispatch_width": (1, 64), "rob_size": (1, 4096), "retire_width": (0, 64), "scheduler_size": (0, 4096),
     "units": (1, 16), "uops": (0, 500), "latency": (0, 10_000), "read_advance": (0, 10_000),
-    "port_cycles": (0, 10_000),
+    "port_cycles": (0, 10_000), "register_files": (1, 4096), "buffers": (1, 4096), "queues": (1, 4096),
 }
 #: Most resources (units and groups): the simulator keeps an instruction's resources as bits of one int64.
 MAX_RESOURCES = 63
@@ -124,6 +134,21 @@ class ParamTable:
     #: (llvm 19's Sapphire Rapids model knows none; znver3 still executes a legacy-SSE ``pxor``).
     dependent_idioms: tuple[str, ...] = ()
     provenance: dict[str, str] = field(default_factory=dict)
+    #: Keys of register moves the model eliminates at register renaming (Zen: ``mov``/``movaps`` reg-reg): a
+    #: reader of the destination depends on the source's producer, and the move itself executes at dispatch.
+    eliminated_moves: tuple[str, ...] = ()
+    #: Physical register files, ``(kind, registers)`` with kind ``gpr`` (general-purpose registers and EFLAGS)
+    #: or ``vec`` (MMX and vector registers): each write takes one register of its file from dispatch to
+    #: retire, and dispatch waits for a free one. A model with a ``gpr`` file renames whole registers, so an
+    #: 8- or 16-bit write waits for the register's previous producer (llvm-mca's partial-write false dependency).
+    register_files: tuple[tuple[str, int], ...] = ()
+    #: Scheduler buffers of a model with several (Zen: integer 96, FP 64, load 72, store 64), ``(name, entries,
+    #: member units)``: an instruction whose resources lie within a buffer's units holds one entry from dispatch
+    #: to issue, and dispatch waits for a free one. (One unified buffer is ``scheduler_size``.)
+    buffers: tuple[tuple[str, int, tuple[str, ...]], ...] = ()
+    #: The load/store unit's queues, ``(kind, entries)`` with kind ``load`` or ``store``: a load (store) holds an
+    #: entry from dispatch to retire (Zen: 72 and 64; Intel models declare none).
+    queues: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         for name in _GLOBALS:
@@ -150,6 +175,24 @@ class ParamTable:
                     raise UserError(f"row {brief(key)}: port_cycles uses {brief(res)}={brief(cycles)}, not a resource")
         for key in self.dependent_idioms:
             _name(key, "dependent_idioms", _KEY)
+        for key in self.eliminated_moves:
+            _name(key, "eliminated_moves", _KEY)
+        for kind, size in self.register_files:
+            if kind not in REGISTER_FILE_KINDS:
+                raise UserError(f"register_files: expected a kind of {', '.join(REGISTER_FILE_KINDS)}, got {brief(kind)}")
+            _integer(size, "register_files", kind)
+        if len({k for k, _ in self.register_files}) != len(self.register_files):
+            raise UserError(f"register_files: a kind appears twice in {brief(self.register_files)}")
+        for name, size, members in self.buffers:
+            _integer(size, "buffers", _name(name, "buffers"))
+            if not members or not set(members) <= unit_names:
+                raise UserError(f"buffers: {brief(name)} has members {brief(members)} that are not units")
+        for kind, size in self.queues:
+            if kind not in QUEUE_KINDS:
+                raise UserError(f"queues: expected a kind of {', '.join(QUEUE_KINDS)}, got {brief(kind)}")
+            _integer(size, "queues", kind)
+        if len({k for k, _ in self.queues}) != len(self.queues):
+            raise UserError(f"queues: a kind appears twice in {brief(self.queues)}")
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in self.provenance.items()):
             raise UserError(f"provenance: expected text names and values, got {brief(self.provenance)}")
 
@@ -171,6 +214,10 @@ class ParamTable:
             "units": [list(u) for u in self.units],
             "groups": [[g, list(m)] for g, m in self.groups],
             "dependent_idioms": list(self.dependent_idioms),
+            "eliminated_moves": list(self.eliminated_moves),
+            "register_files": [list(f) for f in self.register_files],
+            "buffers": [[b, n, list(m)] for b, n, m in self.buffers],
+            "queues": [list(q) for q in self.queues],
             "provenance": dict(self.provenance),
         }
 
@@ -246,7 +293,17 @@ def _pairs(value: Any, what: str) -> list[tuple[str, Any]]:
     return pairs
 
 
-_HEADER_FIELDS = frozenset({*_GLOBALS, "units", "groups", "dependent_idioms", "provenance"})
+_HEADER_FIELDS = frozenset({*_GLOBALS, "units", "groups", "dependent_idioms", "eliminated_moves", "register_files",
+                            "buffers", "queues", "provenance"})
+
+
+def _buffer(item: Any) -> tuple[str, int, tuple[str, ...]]:
+    """``[name, entries, [member units]]``, each part checked."""
+    if not isinstance(item, list) or len(item) != 3:
+        raise UserError(f"buffers: expected [name, entries, [units]] triples, got {brief(item)}")
+    name = _name(item[0], "buffers")
+    return name, _integer(item[1], "buffers", name), tuple(_name(m, f"buffers[{name!r}]")
+                                                           for m in _listed(item[2], f"buffers[{name!r}]"))
 
 
 def _from_header(head: Any, rows: dict[str, OpParams]) -> ParamTable:
@@ -268,6 +325,11 @@ def _from_header(head: Any, rows: dict[str, OpParams]) -> ParamTable:
         groups=tuple((g, tuple(_name(m, f"groups[{g!r}]") for m in _listed(members, f"groups[{g!r}]")))
                      for g, members in _pairs(head["groups"], "groups")),
         dependent_idioms=tuple(_listed(head.get("dependent_idioms", []), "dependent_idioms")),
+        eliminated_moves=tuple(_listed(head.get("eliminated_moves", []), "eliminated_moves")),
+        register_files=tuple((k, _integer(n, "register_files", k))
+                             for k, n in _pairs(head.get("register_files", []), "register_files")),
+        buffers=tuple(_buffer(b) for b in _listed(head.get("buffers", []), "buffers")),
+        queues=tuple((k, _integer(n, "queues", k)) for k, n in _pairs(head.get("queues", []), "queues")),
         rows=rows, provenance=provenance,
     )
 
@@ -520,7 +582,7 @@ def diff(a: ParamTable, b: ParamTable) -> pd.DataFrame:
     for g in _GLOBALS:
         if getattr(a, g) != getattr(b, g):
             out.append(("*", g, getattr(a, g), getattr(b, g)))
-    for part in ("units", "groups", "dependent_idioms"):
+    for part in ("units", "groups", "dependent_idioms", "eliminated_moves", "register_files", "buffers", "queues"):
         if getattr(a, part) != getattr(b, part):
             out.append(("*", part, getattr(a, part), getattr(b, part)))
     fa, fb = a.to_frame().set_index("key"), b.to_frame().set_index("key")

@@ -33,6 +33,7 @@ class SimulatorRunner(Runner):
     def __init__(self, *, hex: str, table: str, iterations: int = 100, **common: Any) -> None:
         from engine.surrogates.difftune.decode import Block, decode_blocks
         from engine.surrogates.difftune.params import load
+        from engine.surrogates.difftune.simulate import row_of
 
         super().__init__(**common)
         code = re.sub(r"\s+", "", str(hex))
@@ -50,7 +51,7 @@ class SimulatorRunner(Runner):
             raise
         except (OSError, ValueError) as exc:
             raise UserError(f"runner 'simulator': table {brief(str(table))}: {brief(str(exc))}") from None
-        missing = sorted({i.key for i in block.instructions} - set(self.table.rows))
+        missing = sorted({i.key for i in block.instructions if row_of(i, self.table) is None})  # as the simulator reads
         if missing:
             raise UserError(f"runner 'simulator': table {brief(str(table))} has no row for {', '.join(missing[:5])}")
         self.block, self.table_path = block, str(table)

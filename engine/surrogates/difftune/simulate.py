@@ -12,6 +12,16 @@ stores wait until the previous store and the previous load group have issued (ll
 memory groups). Groups pick a unit the way llvm-mca's ResourceManager does (round-robin masks,
 most constrained group first). Total cycles = last retire cycle + 1, llvm-mca's ``Total Cycles``.
 
+Models with register files (Zen, ``ParamTable.register_files``): each register write takes a physical
+register of its file from dispatch to retire (zero idioms, eliminated moves and partial writes take none) and
+dispatch waits for one; a GPR is renamed whole, so an 8/16-bit write becomes the register's latest producer and
+cannot finish before the previous one (llvm-mca's partial-write false dependency: issued once the previous
+producer has fewer cycles left than the write's latency). Moves listed in ``eliminated_moves`` are renamed
+away at dispatch: they read nothing, execute at once, and their destination aliases the source register
+(resolved when read, as llvm-mca does) until it is written again. Models with several scheduler buffers
+(``buffers``: an instruction takes an entry of each buffer holding one of its resources, from dispatch to
+issue) and load/store queues (``queues``: from dispatch to retire) stall dispatch when one is full.
+
 One implementation serves both: ``simulate_reference`` runs the core as plain Python,
 ``simulate`` runs the same function compiled by numba.
 """
@@ -26,8 +36,8 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError, brief
-from engine.surrogates.difftune.decode import FLAGS, Block
-from engine.surrogates.difftune.params import ParamTable
+from engine.surrogates.difftune.decode import FLAGS, Block, Instruction
+from engine.surrogates.difftune.params import OpParams, ParamTable
 
 # A part with its sub-parts: what a read depends on and what a write updates (decode.py's rule).
 _SUB_PARTS = {"q": "qdwlh", "d": "dwlh", "w": "wlh", "l": "l", "h": "h", "x": "x", "y": "yx", "z": "zyx", "-": "-"}
@@ -41,7 +51,8 @@ class Machine:
     unit_first: np.ndarray
     unit_nsub: np.ndarray
     group_members: np.ndarray  # [G, U] bool
-    globals_: np.ndarray  # dispatch width, rob, retire width, scheduler size
+    globals_: np.ndarray  # dispatch width, rob, retire width, scheduler size, GPR and vector files, LQ, SQ
+    buffer_size: np.ndarray  # [B] entries of each scheduler buffer
 
 
 @dataclass(frozen=True)
@@ -56,6 +67,9 @@ class Prepared:
     use_keys: np.ndarray  # [n, K, 5] register-mapping keys read, -1 padded
     use_adv: np.ndarray  # [n, K]
     def_keys: np.ndarray  # [n, D, 5]
+    move_keys: np.ndarray  # [n, 5, 2]: an eliminated move's (source, destination) keys, part by part; -1 otherwise
+    prf_cost: np.ndarray  # [n, 2]: physical registers taken in the GPR and the vector file
+    in_buffer: np.ndarray  # [n, B]: 1 where the instruction takes an entry of scheduler buffer b
 
 
 def machine(table: ParamTable) -> Machine:
@@ -67,8 +81,17 @@ def machine(table: ParamTable) -> Machine:
     for g, (_, mem) in enumerate(table.groups):
         for m in mem:
             members[g, units.index(m)] = True
-    glob = np.array([table.dispatch_width, table.rob_size, table.retire_width, table.scheduler_size], dtype=np.int64)
-    return Machine(first, nsub, members, glob)
+    files, queues = dict(table.register_files), dict(table.queues)
+    glob = np.array([table.dispatch_width, table.rob_size, table.retire_width, table.scheduler_size,
+                     files.get("gpr", 0), files.get("vec", 0), queues.get("load", 0), queues.get("store", 0)],
+                    dtype=np.int64)
+    return Machine(first, nsub, members, glob, np.array([n for _, n, _ in table.buffers] or [0], dtype=np.int64))
+
+
+def row_of(ins: Instruction, table: ParamTable) -> OpParams | None:
+    """The instruction's row: its key's, else (a table made before operand variants) its base key's."""
+    row = table.rows.get(ins.key)
+    return table.rows.get(ins.base_key) if row is None else row
 
 
 def _keys(reg: str, parts: str, ids: dict[str, int]) -> list[int]:
@@ -83,9 +106,10 @@ def prepare(block: Block, table: ParamTable) -> Prepared:
     n = len(block.instructions)
     rows = []
     for ins in block.instructions:
-        if ins.key not in table.rows:
+        row = row_of(ins, table)
+        if row is None:
             raise UserError(f"key: the table has no row for {brief(ins.key)} ({brief(ins.asm)})")
-        rows.append(table.rows[ins.key])
+        rows.append(row)
     width_r = max([len(r.port_cycles) for r in rows] + [1])
     width_u = max([len(i.uses) for i in block.instructions] + [1])
     width_d = max([len(i.defs) for i in block.instructions] + [1])
@@ -95,8 +119,15 @@ def prepare(block: Block, table: ParamTable) -> Prepared:
     use_adv = np.zeros((n, width_u), dtype=np.int64)
     def_keys = np.full((n, width_d, 5), -1, dtype=np.int64)
     flags = np.zeros((n, 3), dtype=np.int64)
+    move_keys = np.full((n, 5, 2), -1, dtype=np.int64)
+    in_buffer = np.zeros((n, max(len(table.buffers), 1)), dtype=np.int64)
+    buffers = [set(m) for _, _, m in table.buffers]
+    prf_cost = np.zeros((n, 2), dtype=np.int64)
     ids: dict[str, int] = {}
     dependent = set(table.dependent_idioms)
+    eliminated = set(table.eliminated_moves)
+    renames_gprs = any(kind == "gpr" for kind, _ in table.register_files)
+    partial_uses = []
     for i, (ins, row) in enumerate(zip(block.instructions, rows, strict=True)):
         entries = []
         for name, cycles in row.port_cycles:
@@ -117,19 +148,59 @@ def prepare(block: Block, table: ParamTable) -> Prepared:
             res[i, r] = (kind, index, cycles, need)
             res_key[i, r] = mask
         flags[i] = (ins.may_load, ins.may_store, bool(entries))
+        for b, buffer in enumerate(buffers):  # llvm-mca: a buffer every resource inside it brings along
+            in_buffer[i, b] = any(e[5] <= buffer for e in entries)
         independent = (ins.zero_idiom or ins.dep_breaking) and ins.key not in dependent
+        move = _eliminable(ins, eliminated)
+        if move is not None:  # renamed away: no reads, no register taken; readers follow the source
+            src, dst = (_keys(reg, move[2], ids) for reg in move[:2])
+            move_keys[i, : len(src), 0] = src
+            move_keys[i, : len(dst), 1] = dst
+            continue
         for k, use in enumerate(ins.uses):
             if independent and use.reg != FLAGS:
                 continue
             ks = _keys(use.reg, _SUB_PARTS[use.part], ids)
             use_keys[i, k, : len(ks)] = ks
             use_adv[i, k] = row.read_advance[use.slot] if use.slot < len(row.read_advance) else 0
+        zero = ins.zero_idiom and ins.key not in dependent
         for k, d in enumerate(ins.defs):
             parts = _SUB_PARTS[d.part] + (_SUPER.get(d.part, "") if d.clears_super else "")
+            gpr = d.part in "qdwlh"
+            if renames_gprs and gpr:
+                parts = "qdwlh"  # a GPR is renamed whole: every write is the register's latest
+                if d.part in "wlh":  # a partial write waits for the register's previous producer
+                    partial_uses.append((i, _keys(d.reg, "q", ids), max(0, row.latency - 1)))
             ks = _keys(d.reg, parts, ids)
             def_keys[i, k, : len(ks)] = ks
+            if not zero and not (gpr and d.part in "wlh"):
+                if gpr or d.reg == FLAGS:
+                    prf_cost[i, 0] += 1
+                elif d.part in "xyz" or d.reg.startswith("MM"):
+                    prf_cost[i, 1] += 1
+    if partial_uses:  # one more read slot per instruction for the false dependency
+        extra = np.full((n, 1, 5), -1, dtype=np.int64)
+        extra_adv = np.zeros((n, 1), dtype=np.int64)
+        for i, ks, adv in partial_uses:
+            extra[i, 0, : len(ks)] = ks
+            extra_adv[i, 0] = adv
+        use_keys = np.concatenate([use_keys, extra], axis=1)
+        use_adv = np.concatenate([use_adv, extra_adv], axis=1)
     return Prepared(np.array([r.uops for r in rows], dtype=np.int64), np.array([r.latency for r in rows], dtype=np.int64),
-                    flags, res, res_key, use_keys, use_adv, def_keys)
+                    flags, res, res_key, use_keys, use_adv, def_keys, move_keys, prf_cost, in_buffer)
+
+
+def _eliminable(ins: Instruction, eliminated: set[str]) -> tuple[str, str, str] | None:
+    """(source, destination, parts) of a register move the table eliminates at renaming; None otherwise. Like
+    llvm-mca, only a write of a whole register (a GPR's 64 or 32 bits, a vector register) is eliminated."""
+    if ins.key not in eliminated or len(ins.uses) != 1 or len(ins.defs) != 1:
+        return None
+    use, d = ins.uses[0], ins.defs[0]
+    if d.part in "qd" and use.part in "qd":
+        return use.reg, d.reg, "qdwlh"
+    if d.part in "xyz" and use.part == d.part:
+        return use.reg, d.reg, _SUB_PARTS[d.part]
+    return None
 
 
 # -- the core ----------------------------------------------------------------------------------
@@ -310,8 +381,9 @@ def _next_event(cycle: int, oldest: int, next_dispatch: int, times: np.ndarray, 
 
 @numba.njit(cache=True)
 def _core(uops: np.ndarray, lat: np.ndarray, flags: np.ndarray, res: np.ndarray, res_key: np.ndarray,
-          use_keys: np.ndarray, use_adv: np.ndarray, def_keys: np.ndarray, first: np.ndarray, nsub: np.ndarray,
-          members: np.ndarray, glob: np.ndarray, iterations: int, times: np.ndarray) -> int:
+          use_keys: np.ndarray, use_adv: np.ndarray, def_keys: np.ndarray, move_keys: np.ndarray,
+          prf_cost: np.ndarray, in_buffer: np.ndarray, first: np.ndarray, nsub: np.ndarray, members: np.ndarray,
+          glob: np.ndarray, buffer_size: np.ndarray, iterations: int, times: np.ndarray) -> int:
     """Run ``iterations`` copies of the block; fills ``times`` [N, 5] (dispatch, ready, issue,
     executed, retired) and returns total cycles."""
     n = uops.shape[0]
@@ -319,7 +391,16 @@ def _core(uops: np.ndarray, lat: np.ndarray, flags: np.ndarray, res: np.ndarray,
     width, rob_size, retire_width, rs_size = glob[0], glob[1], glob[2], glob[3]
     n_units = nsub.shape[0]
     n_groups = members.shape[0]
-    n_keys = 1 + max(use_keys.max(), def_keys.max())
+    n_keys = 1 + max(use_keys.max(), def_keys.max(), move_keys.max())
+    prf_size = glob[4:6]
+    prf_used = np.zeros(2, dtype=np.int64)
+    has_prf = prf_size[0] > 0 or prf_size[1] > 0
+    lq_size, sq_size = glob[6], glob[7]
+    lq_used = 0
+    sq_used = 0
+    n_buffers = buffer_size.shape[0] if buffer_size[0] > 0 else 0
+    buffer_used = np.zeros(buffer_size.shape[0], dtype=np.int64)
+    alias = np.full(n_keys, -1, dtype=np.int64)  # an eliminated move's destination reads its source's key
     free_at = np.zeros(nsub.sum(), dtype=np.int64)
     state = np.zeros((n_groups + n_units, 3), dtype=np.int64)
     group_mask = np.zeros(n_groups, dtype=np.int64)
@@ -381,6 +462,14 @@ def _core(uops: np.ndarray, lat: np.ndarray, flags: np.ndarray, res: np.ndarray,
                 break
             times[oldest, 4] = cycle
             rob_used -= min(uops[oldest % n], rob_size)
+            if has_prf:
+                for f in range(2):
+                    if prf_size[f] > 0:
+                        prf_used[f] -= min(prf_cost[oldest % n, f], prf_size[f])
+            if lq_size > 0 and flags[oldest % n, 0]:
+                lq_used -= 1
+            if sq_size > 0 and flags[oldest % n, 1]:
+                sq_used -= 1
             last_retire = cycle
             retired += 1
             oldest += 1
@@ -433,6 +522,8 @@ def _core(uops: np.ndarray, lat: np.ndarray, flags: np.ndarray, res: np.ndarray,
             _issue_resources(i, res, res_key, cycle, free_at, first, nsub, members, state, n_groups)
             if flags[i, 2] and rs_size > 0:
                 rs_used -= 1
+            for b in range(n_buffers):
+                buffer_used[b] -= in_buffer[i, b]
             times[best, 2] = cycle
             times[best, 3] = cycle + lat[i]
             e = head[best]
@@ -471,6 +562,27 @@ def _core(uops: np.ndarray, lat: np.ndarray, flags: np.ndarray, res: np.ndarray,
                 break
             if flags[i, 2] and rs_size > 0 and rs_used >= rs_size:
                 break
+            if has_prf and ((prf_size[0] > 0 and prf_used[0] + min(prf_cost[i, 0], prf_size[0]) > prf_size[0]) or
+                            (prf_size[1] > 0 and prf_used[1] + min(prf_cost[i, 1], prf_size[1]) > prf_size[1])):
+                break
+            if (lq_size > 0 and flags[i, 0] and lq_used >= lq_size) or (sq_size > 0 and flags[i, 1] and sq_used >= sq_size):
+                break
+            full = False
+            for b in range(n_buffers):
+                if in_buffer[i, b] and buffer_used[b] >= buffer_size[b]:
+                    full = True
+            if full:
+                break
+            for b in range(n_buffers):
+                buffer_used[b] += in_buffer[i, b]
+            if lq_size > 0 and flags[i, 0]:
+                lq_used += 1
+            if sq_size > 0 and flags[i, 1]:
+                sq_used += 1
+            if has_prf:
+                for f in range(2):
+                    if prf_size[f] > 0:
+                        prf_used[f] += min(prf_cost[i, f], prf_size[f])
             if uops[i] > width:
                 carry = uops[i] - width
                 avail = 0
@@ -485,6 +597,8 @@ def _core(uops: np.ndarray, lat: np.ndarray, flags: np.ndarray, res: np.ndarray,
                 n_pairs = 0
                 for q in range(use_keys.shape[2]):
                     key = use_keys[i, k, q]
+                    if key >= 0 and alias[key] >= 0:
+                        key = alias[key]
                     if key < 0 or map_writer[key] < 0:
                         continue
                     dup = False
@@ -513,6 +627,11 @@ def _core(uops: np.ndarray, lat: np.ndarray, flags: np.ndarray, res: np.ndarray,
                     if key >= 0:
                         map_writer[key] = j
                         map_def[key] = k
+                        alias[key] = -1
+            for q in range(move_keys.shape[1]):
+                src = move_keys[i, q, 0]
+                if src >= 0:
+                    alias[move_keys[i, q, 1]] = alias[src] if alias[src] >= 0 else src
             if flags[i, 0] or flags[i, 1]:
                 if flags[i, 1]:
                     n_grp += 1
@@ -566,7 +685,8 @@ def _run(prep: Prepared, mach: Machine, iterations: int, compiled: bool) -> tupl
     times = np.empty((len(prep.uops) * iterations, 5), dtype=np.int64)
     fn = _core if compiled else _core.py_func
     cycles = fn(prep.uops, prep.lat, prep.flags, prep.res, prep.res_key, prep.use_keys, prep.use_adv,
-                prep.def_keys, mach.unit_first, mach.unit_nsub, mach.group_members, mach.globals_, iterations, times)
+                prep.def_keys, prep.move_keys, prep.prf_cost, prep.in_buffer, mach.unit_first, mach.unit_nsub,
+                mach.group_members, mach.globals_, mach.buffer_size, iterations, times)
     return int(cycles), times
 
 
@@ -585,7 +705,7 @@ def simulated(blocks: Sequence[Block], table: ParamTable) -> np.ndarray:
     """:func:`simulate` where the table has a row for every opcode of a block, NaN elsewhere (it cannot be
     simulated): what scoring a table on blocks it was not built for needs."""
     out = np.full(len(blocks), np.nan)
-    usable = [i for i, b in enumerate(blocks) if all(x.key in table.rows for x in b.instructions)]
+    usable = [i for i, b in enumerate(blocks) if all(row_of(x, table) is not None for x in b.instructions)]
     if usable:
         out[usable] = simulate([blocks[i] for i in usable], table)
     return out
