@@ -55,3 +55,17 @@ def test_bad_specs_and_factors_are_clear(tmp_path: Path) -> None:
     assert runner.measure({"rob_size": 0})[0].status == "invalid"
     beyond = runner.measure({"dispatch": 65})[0]  # past the table's bounds: a configuration, not a failure
     assert beyond.status == "invalid" and "1..64" in beyond.error
+
+
+def test_a_table_from_before_operand_variants_measures_a_slow_lea(tmp_path: Path) -> None:
+    """A table written before slow LEAs had a row of their own (``LEA64r@slow``) has the plain opcode's row, which
+    the simulator reads for them: the runner takes the table as the simulator does."""
+    hex_text = "488d44c808"  # lea 0x8(%rax,%rcx,8),%rax: base, index, scale 8
+    block = decode_blocks([hex_text])[0]
+    assert isinstance(block, Block) and block.instructions[0].key.endswith("@slow")
+    old = ParamTable(4, 100, units=(("P0", 1),), groups=(),
+                     rows={block.instructions[0].base_key: OpParams(1, 2, port_cycles=(("P0", 1),))})
+    path = tmp_path / "old.json"
+    old.save(path)
+    result = runner_from_spec({"kind": "simulator", "hex": hex_text, "table": str(path)}).measure({})[0]
+    assert result.ok and result.value == simulate([block], old)[0] / 100
