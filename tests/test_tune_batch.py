@@ -143,3 +143,24 @@ def test_a_design_fills_the_last_round_of_the_workers(table):
     four.parallel = 4
     sizes = len(one.ask_index()), len(four.ask_index())
     assert sizes[1] % 4 == 0 and sizes[0] <= sizes[1] < sizes[0] + 4 and four.log[0]["size"] == sizes[1]
+
+
+def test_a_steps_predicted_best_is_measured_beside_the_next_design_not_alone(table):
+    """Sequentially, each DLMT step ends with its predicted best measured alone (with 8 workers, 7 idle for one
+    measurement); batch tuning measures it while the next design is built and measured, and settles whether it
+    improved (AUTO's patience) once that design is back: no round of one configuration while the steps last."""
+    rounds = {}
+    for parallel in (1, 8):
+        strategy = make_strategy("DLMT", table.domain, 80, seed=2, options={"refine": 0, "patience": 1})
+        strategy.parallel = parallel
+        sizes = []
+        while not strategy.finished:
+            index = strategy.ask_index(parallel)
+            if not len(index):
+                break
+            sizes.append(len(index))
+            strategy.tell_index(index, *table.evaluate(index))
+        rounds[parallel] = sizes
+        assert strategy.log[0].get("design") and strategy.in_flight == 0
+    assert 1 in rounds[1]  # the lone predictions of the sequential run (asked one round at a time)
+    assert min(rounds[8][:-1]) > 1, rounds[8]  # the last round may be the final step's prediction

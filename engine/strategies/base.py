@@ -161,11 +161,13 @@ class Strategy:
         entry = self._known.get(int(code))
         return entry is not None and entry[1] not in self.free_statuses
 
-    def measured(self, ok_only: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    def measured(self, ok_only: bool = True, pending: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """Codes and losses of every distinct configuration measured so far (ok ones by default), pending Picks
-        among them at the liar's value (with ``ok_only``, only once the liar has a finite value to stand at)."""
+        among them at the liar's value (with ``ok_only``, only once the liar has a finite value to stand at; without
+        ``pending``, left out: a comparison a lie would decide)."""
         items = [(c, v[0]) for c, v in self._known.items() if not ok_only or v[1] == "ok"]
-        items += [(c, v) for c, v in self._speculative.items() if not ok_only or math.isfinite(v)]
+        if pending:
+            items += [(c, v) for c, v in self._speculative.items() if not ok_only or math.isfinite(v)]
         if not items:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         codes, loss = zip(*items)

@@ -42,7 +42,10 @@ Generic and automatic (docs/dlmt.md §5, Orio's ``dlmt.py``), with no factor ord
    the model. With ``auto`` the proposal is accepted (benchmarks); otherwise the search pauses
    (:attr:`pending_decision`) until :meth:`DLMT.decide` gets it accepted, edited or rejected.
 5. **Measure the predicted best** (``measure_prediction``, Orio) and go back to 2, until ``steps``
-   steps, the budget or an empty model.
+   steps, the budget or an empty model. With several workers (batch tuning) it is measured beside the next
+   design (which forces it in when it lies in the next subspace, as a measured one would be), not alone with
+   the other workers idle; whether it improved is settled when that design is back, and a fix is released on
+   real measurements only. AUTO at 8 workers: wall efficiency 0.79 → 0.87, quality 1.004 × the sequential runs.
 6. **Use the budget** (``spend``, default; Tunelab's, issue 19). A step that fixes nothing grows the next
    design by ``grow`` × its runs (the paper's scripts refitted the same runs, so such steps measured
    nothing and still counted against ``steps``); a design the budget left cannot pay for shrinks (fewer
@@ -302,6 +305,7 @@ class DLMT(Strategy):
         if self.prefix and self.used < self.budget and not len(self.measured(ok_only=False)[0]):
             yield self._space_filling(min(self.prefix, self.budget - self.used))
         grow, stale = 0, 0
+        prediction: tuple[np.ndarray, float] | None = None  # the last step's predicted best, measuring (batch tuning)
         for step in range(1, self.steps + 1):
             self.step = step
             entry: dict[str, Any] = {"step": step}
@@ -327,8 +331,10 @@ class DLMT(Strategy):
                 return
             X, slices = self.columns.matrix(self.terms, index=sample)
             n = max(design_size(self.size, X.shape[1], len(self.terms), self.extra), len(forced) + grow)
-            if self.parallel > 1:  # the last round of the workers full: its runs cost no more time (batch tuning)
-                n = len(forced) + math.ceil((n - len(forced)) / self.parallel) * self.parallel
+            if self.parallel > 1:  # the last round of the workers full: its runs cost no more time (batch tuning);
+                # a predicted best still measuring takes a worker beside the design's runs
+                busy = self.in_flight
+                n = len(forced) + math.ceil((n - len(forced) + busy) / self.parallel) * self.parallel - busy
             if self.spend and n >= len(cand):  # the grown design is the whole subspace: measure it, end the steps
                 entry["exhaustive"] = True
                 yield cand
@@ -339,6 +345,13 @@ class DLMT(Strategy):
             entry.update(terms=[t.name for t in self.terms], size=n, design=len(chosen), reused=len(forced))
             best_before = self.best_loss
             yield sample[chosen]
+            if prediction is not None:  # the last step's predicted best, measured beside this design: did it improve?
+                settled = yield prediction[0][None, :]  # free if told already; else waits for it
+                stale = 0 if settled.loss[0] < prediction[1] else stale + 1
+                prediction = None
+                if self.patience and stale >= self.patience:
+                    entry["stalled"] = stale
+                    return
             analysis = self._analyse(cand, rows)
             if analysis is None:
                 entry["decision"] = "no fit"
@@ -347,9 +360,16 @@ class DLMT(Strategy):
             best = analysis[-1]
             if self.measure_prediction:
                 best_before = self.best_loss  # the step counts when its model predicts better than everything measured
-                if best is not None:
+                if best is not None and self.parallel > 1:
+                    # Batch tuning: measured while the next design is built and measured (the design forces it in
+                    # when it lies in the next subspace), not alone with the other workers idle; whether it improved
+                    # is settled once that design is back, before its analysis.
+                    yield Pick(best)
+                    prediction = (best, best_before)
+                elif best is not None:
                     yield best[None, :]
-            stale = 0 if self.best_loss < best_before else stale + 1
+            if prediction is None:
+                stale = 0 if self.best_loss < best_before else stale + 1
             decision = self._decision(*analysis) if self.analysis == "fast" else self._decision_full(*analysis)
             decision = decision.accept("auto") if self.auto else (yield AwaitDecision(decision))
             self.decisions.append(decision)
@@ -386,9 +406,10 @@ class DLMT(Strategy):
         higher-order terms, last first. A design cut short by the budget is never fitted: on gemm (15 coefficients)
         at budget 20, 20 runs of a 30-run design ended at 1.433 × the optimum, random search at 1.382, a 19-run
         design and its prediction at 1.324 (150 runs each)."""
-        if n - forced <= self.budget - self.used:
+        left = self.budget - self.used - self.in_flight  # a predicted best measuring beside this design is paid for
+        if n - forced <= left:
             return X, slices, n
-        room = self.budget - self.used - int(self.measure_prediction)
+        room = left - int(self.measure_prediction)
         while n - forced > room:
             fits = max(X.shape[1] + MIN_RESIDUAL_DF, forced + 1)
             if fits - forced <= room:
@@ -410,7 +431,7 @@ class DLMT(Strategy):
         ``release`` (each factor once: measurements contradict its fix), and put their terms back."""
         if not self.fixed:
             return
-        measured, loss = self.measured()
+        measured, loss = self.measured(pending=False)  # a predicted best still measuring (batch tuning) is no evidence
         rows = self.domain.decode(measured)
         inside = np.all([rows[:, j] == v for j, v in self.fixed.items()], axis=0)
         if not inside.any() or inside.all():
