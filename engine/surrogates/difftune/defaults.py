@@ -21,7 +21,7 @@ import hashlib
 import json
 import re
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -211,12 +211,17 @@ def _probe_regions(instr: Instruction) -> list[tuple[int, str]]:
     return out
 
 
+def _batches(texts: Sequence[str]) -> Iterator[tuple[Sequence[str], str]]:
+    """The texts :data:`BATCH` at a time, each batch as one llvm-mca input of one code region per text."""
+    for start in range(0, len(texts), BATCH):
+        chunk = texts[start:start + BATCH]
+        yield chunk, "".join(f"# LLVM-MCA-BEGIN p{i}\n{t}\n# LLVM-MCA-END p{i}\n" for i, t in enumerate(chunk))
+
+
 def _timelines(mcpu: str, texts: Sequence[str]) -> list[list[dict[str, Any]] | None]:
     """llvm-mca's one-iteration timeline of each text (one code region each, batched); None where rejected."""
     out: list[list[dict[str, Any]] | None] = []
-    for start in range(0, len(texts), BATCH):
-        chunk = texts[start:start + BATCH]
-        text = "".join(f"# LLVM-MCA-BEGIN p{i}\n{t}\n# LLVM-MCA-END p{i}\n" for i, t in enumerate(chunk))
+    for chunk, text in _batches(texts):
         proc = _mca([f"-mcpu={mcpu}", "-iterations=1", "--timeline", "--json"], text)
         if proc.returncode != 0:
             out.extend([None] * len(chunk))
@@ -258,9 +263,7 @@ def probe_dependent_idioms(mcpu: str, instrs: Sequence[Instruction]) -> list[str
 def _register_file_stats(mcpu: str, texts: Sequence[str]) -> list[list[dict[str, int]] | None]:
     """Per text (one code region each): its register files' ``size``, ``mappings`` and ``eliminated`` moves."""
     out: list[list[dict[str, int]] | None] = []
-    for start in range(0, len(texts), BATCH):
-        chunk = texts[start:start + BATCH]
-        text = "".join(f"# LLVM-MCA-BEGIN p{i}\n{t}\n# LLVM-MCA-END p{i}\n" for i, t in enumerate(chunk))
+    for chunk, text in _batches(texts):
         proc = _mca([f"-mcpu={mcpu}", "-iterations=1", "--all-views=0", "-register-file-stats"], text)
         if proc.returncode != 0:  # one text spoils the batch: the others one by one
             out.extend([None] if len(chunk) == 1 else [_register_file_stats(mcpu, [t])[0] for t in chunk])
