@@ -168,10 +168,10 @@ def show_tuned(tuned: Tuned) -> None:
     if result.best is not None:
         config = ", ".join(f"{k}={v}" for k, v in result.best["config"].items())
         st.info(f"Best {escape_md(spec.objective)} = {result.best['value']:.6g} at {escape_md(config)}; "
-                f"{result.used} of {result.budget} configurations used ({result.measurements} measurements now, "
-                f"{result.reused} stored before).")
+                f"{result.used:d} of {result.budget:d} configurations used ({result.measurements:d} measurements now, "
+                f"{result.reused:d} stored before).")
     if tuned.waiting is not None:
-        st.warning(f"Step {tuned.step} waits for your decision: answer it on the **Analyze** page, then start "
+        st.warning(f"Step {tuned.step:d} waits for your decision: answer it on the **Analyze** page, then start "
                    "again here to go on.\n\n" + "\n".join(f"- {escape_md(line)}" for line in tuned.waiting.explanation))
 
 
