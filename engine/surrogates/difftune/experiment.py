@@ -50,12 +50,13 @@ PROGRESS_EVERY_S = 10.0
 def every(say: Progress, seconds: float = PROGRESS_EVERY_S) -> Progress:
     """``say``, passing on at most one line per ``seconds`` (the first at once): a step reports as often as it
     likes, a person reads a line now and then."""
-    last = [-math.inf]
+    last = -math.inf
 
     def throttled(text: str) -> None:
+        nonlocal last
         now = time.monotonic()
-        if now - last[0] >= seconds:
-            last[0] = now
+        if now - last >= seconds:
+            last = now
             say(text)
 
     return throttled

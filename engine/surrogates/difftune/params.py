@@ -177,22 +177,12 @@ class ParamTable:
             _name(key, "dependent_idioms", _KEY)
         for key in self.eliminated_moves:
             _name(key, "eliminated_moves", _KEY)
-        for kind, size in self.register_files:
-            if kind not in REGISTER_FILE_KINDS:
-                raise UserError(f"register_files: expected a kind of {', '.join(REGISTER_FILE_KINDS)}, got {brief(kind)}")
-            _integer(size, "register_files", kind)
-        if len({k for k, _ in self.register_files}) != len(self.register_files):
-            raise UserError(f"register_files: a kind appears twice in {brief(self.register_files)}")
+        _check_sizes(self.register_files, "register_files", REGISTER_FILE_KINDS)
         for name, size, members in self.buffers:
             _integer(size, "buffers", _name(name, "buffers"))
             if not members or not set(members) <= unit_names:
                 raise UserError(f"buffers: {brief(name)} has members {brief(members)} that are not units")
-        for kind, size in self.queues:
-            if kind not in QUEUE_KINDS:
-                raise UserError(f"queues: expected a kind of {', '.join(QUEUE_KINDS)}, got {brief(kind)}")
-            _integer(size, "queues", kind)
-        if len({k for k, _ in self.queues}) != len(self.queues):
-            raise UserError(f"queues: a kind appears twice in {brief(self.queues)}")
+        _check_sizes(self.queues, "queues", QUEUE_KINDS)
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in self.provenance.items()):
             raise UserError(f"provenance: expected text names and values, got {brief(self.provenance)}")
 
@@ -291,6 +281,16 @@ def _pairs(value: Any, what: str) -> list[tuple[str, Any]]:
             raise UserError(f"{what}: expected [name, value] pairs, got {brief(item)}")
         pairs.append((_name(item[0], what), item[1]))
     return pairs
+
+
+def _check_sizes(pairs: tuple[tuple[str, int], ...], what: str, kinds: tuple[str, ...]) -> None:
+    """``(kind, size)`` pairs (register files, queues): each kind known and once, each size within its bounds."""
+    for kind, size in pairs:
+        if kind not in kinds:
+            raise UserError(f"{what}: expected a kind of {', '.join(kinds)}, got {brief(kind)}")
+        _integer(size, what, kind)
+    if len({k for k, _ in pairs}) != len(pairs):
+        raise UserError(f"{what}: a kind appears twice in {brief(pairs)}")
 
 
 _HEADER_FIELDS = frozenset({*_GLOBALS, "units", "groups", "dependent_idioms", "eliminated_moves", "register_files",
