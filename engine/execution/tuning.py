@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -139,9 +139,10 @@ def tune(
         strategy.tell([config], [value], [status])
         if on_progress is not None:
             good = sum(r.status == "ok" for r in new)
-            progress = Progress(strategy.budget, strategy.used, progress.skipped + (not new), progress.results + len(new),
-                                progress.ok + good, progress.not_ok + len(new) - good, time.perf_counter() - started,
-                                campaign.cancelled, config, flight.slots)
+            progress = replace(progress, completed=strategy.used, skipped=progress.skipped + (not new),
+                               results=progress.results + len(new), ok=progress.ok + good,
+                               not_ok=progress.not_ok + len(new) - good, elapsed_s=time.perf_counter() - started,
+                               cancelled=campaign.cancelled, last_config=config, workers=flight.slots)
             on_progress(progress)
         decisions = getattr(strategy, "decisions", [])
         for decision in decisions[counts["logged"]:]:
