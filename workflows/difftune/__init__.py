@@ -127,8 +127,9 @@ def stored_rows(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def measured_truth(store: Store, cpu_id: str) -> dict[str, float]:
-    """Each block's measured cycles per 100 iterations on ``cpu_id``, every pass considered: the noise-gated
-    median, else the smallest minimum (:func:`engine.surrogates.difftune.noise.robust_truth`)."""
+    """Each block's measured cycles per 100 iterations on ``cpu_id``, every pass considered: the median of the passes'
+    minima from three passes on, else the noise-gated median or the smallest minimum
+    (:func:`engine.surrogates.difftune.noise.robust_truth`)."""
     truth = robust_truth(measurements_table(store, cpu_id))
     if truth.empty:
         raise UserError(f"cpu {cpu_id}: no block measured cleanly; run tunelab blocks measure first")

@@ -5,8 +5,8 @@ surrogate, score every baseline on the test blocks and keep it all in the store.
   DiffTune starts from a random table; the learnt table's per-field error against the truth is reported.
 * ``cross-arch``: truth = llvm-mca-19's cycles for another arch (the anchor CSV, Skylake by default); starts
   from the data set's defaults (Haswell's) and a random table.
-* ``this-cpu``: truth = measured cycles (medians) of one CPU, from the store or a ``tunelab blocks export``
-  CSV; llvm-mca-19 with that CPU's ``-mcpu`` is run for real as the baseline to beat.
+* ``this-cpu``: truth = measured cycles (each block's robust value over its passes) of one CPU, from the store or
+  a ``tunelab blocks export`` CSV; llvm-mca-19 with that CPU's ``-mcpu`` is run for real as the baseline to beat.
 
 Blocks are the surrogate's data set's blocks that have a truth, split 80/10/10 exactly as the surrogate was
 (its split seed over the data set's block list), so no test block was seen in training.
@@ -67,7 +67,7 @@ class ExperimentRun:
 
 def _measured_truth(store: Store, measured: str | None) -> tuple[str, dict[str, float]]:
     """(CPU id, hex → cycles per 100 iterations) of a ``blocks export`` CSV or of this CPU's stored blocks: the
-    noise-gated median over the passes, else the smallest minimum (engine.surrogates.difftune.noise)."""
+    robust value over the passes (engine.surrogates.difftune.noise.robust_truth)."""
     if measured is None:
         cpu_id = this_cpu(store)[0]
         if block_measurements(store, cpu_id, 1).empty:
@@ -75,20 +75,25 @@ def _measured_truth(store: Store, measured: str | None) -> tuple[str, dict[str, 
                             "or give a measurements CSV")
         return cpu_id, measured_truth(store, cpu_id)
     path = Path(measured)
+    truth = robust_truth(read_measured(path))
+    return path.name.split(".")[0], dict(zip(truth["hex"], truth["cycles"].astype(float)))
+
+
+def read_measured(path: Path) -> pd.DataFrame:
+    """A ``tunelab blocks export`` CSV (gzip too) as its wide table, checked: one line naming the file if not."""
     if not path.is_file():
-        raise UserError(f"measured: {brief(measured)} is not a file")
+        raise UserError(f"measured: {brief(str(path))} is not a file")
     try:  # bounded (gzip too), and a blocks export's text cells carry their spreadsheet quotes
-        rows = unquote_frame(pd.read_csv(io.BytesIO(read_bytes(path, f"measured {path.name}")), dtype={"hex": str}))
+        rows = unquote_frame(pd.read_csv(io.BytesIO(read_bytes(path, f"measured {path.name}")), dtype={"hex": str},
+                                         low_memory=False))  # one pass of the columns: no mixed-type guesses
     except UserError:
         raise
     except ValueError as exc:
         raise UserError(f"measured {path.name}: not a CSV table ({' '.join(str(exc).split())[:120]})") from None
     missing = [c for c in ("hex", "status", "cycles_min", "cycles_median") if c not in rows.columns]
     if missing:
-        raise UserError(f"measured: {brief(measured)} has no column {missing[0]!r} (a tunelab blocks export CSV)")
-    cpu_id = path.name.split(".")[0]
-    truth = robust_truth(rows)
-    return cpu_id, dict(zip(truth["hex"], truth["cycles"].astype(float)))
+        raise UserError(f"measured: {brief(str(path))} has no column {missing[0]!r} (a tunelab blocks export CSV)")
+    return rows
 
 
 def _problem(store: Store, kind: str, blocks: list[Block], model: ParamTable, split_seed: int, *, arch: str | None,

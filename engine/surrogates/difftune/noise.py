@@ -8,10 +8,14 @@ quiet machine the median is the steadier one (1.2% against 1.7% between passes, 
   repetitions sits above their minimum (the *gap*), the share of repetitions kept (a context switch or page fault
   rejects one), the blocks whose batch the calibration found disturbed, and against an earlier pass, the MAPE of
   the medians and of the minima. Its ``busy`` verdict names what exceeded its limit.
-* :func:`robust_truth` gives each block one value: the median where the block's measurements agree (two passes'
-  medians within :data:`GATE` of each other; with one pass, its median within :data:`GATE` of its minimum), else
-  the smallest minimum, with the block's noise beside it, so that evaluations read a noise-gated median, never a
-  disturbed one.
+* :func:`robust_truth` gives each block one value. From three passes on, the median of the passes' minima: on a
+  shared VM (amd-25-1-1) a busy neighbour slows a block's *whole* run, every repetition of it, by up to 2×, so a
+  pass's minimum is no defence and the smallest minimum over passes is one pass's freak; the median over passes
+  outvotes the disturbed passes (24 passes split 12/12: 0.93% MAPE between the halves' truths; 6/6 2.3%, 3/3 8.6%;
+  the smallest minimum of 6 passes against the other 6's 8.4%: data/difftune/README.md). With one or two passes,
+  the median where the block's measurements agree (two passes' medians within :data:`GATE` of each other; with one
+  pass, its median within :data:`GATE` of its minimum), else the smallest minimum. The block's noise is beside it,
+  so that evaluations never read a disturbed value.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ import pandas as pd
 #: A block's measurements agree when its medians (two passes), or its median and minimum (one pass), differ by at
 #: most this fraction: 97% of the quiet Intel set's blocks were within 5% between passes (data/difftune/README.md).
 GATE = 0.05
+#: From this many ok passes on, a block's value is the median of its passes' minima (a vote: see the module's doc).
+VOTING_PASSES = 3
 #: A run is too busy to trust when the median gap of its blocks exceeds this (a quiet pass: see data/difftune/README.md).
 GAP_LIMIT = 0.02
 #: ... or when fewer of its repetitions than this were clean (not interrupted), or more of its blocks than this share
@@ -65,8 +71,10 @@ class RunNoise:
             text += (f"; against pass 1 ({self.compared:,} blocks): MAPE {self.pass_mape_median:.2%} of the medians, "
                      f"{self.pass_mape_min:.2%} of the minima")
         if self.busy:
-            text += ". WARNING: the machine was too busy to trust these timings (" + "; ".join(self.reasons) + \
-                    "): measure again on a quiet machine (blocks in disturbed batches are measured again on the next run)"
+            text += (". WARNING: the machine was too busy to trust these timings (" + "; ".join(self.reasons) +
+                     "): measure again on a quiet machine, or measure more passes: from 3 on, each block's truth is "
+                     "the median of its passes' minima, which outvotes the disturbed ones (blocks in disturbed "
+                     "batches are measured again on the next run)")
         return text
 
 
@@ -115,10 +123,11 @@ def pass_suffixes(columns: Sequence[str]) -> list[str]:
 
 def robust_truth(table: pd.DataFrame, gate: float = GATE) -> pd.DataFrame:
     """One value per block of a wide measurements table (``hex``, then ``status``, ``cycles_min``,
-    ``cycles_median`` for pass 1 and the same with ``_p2``... for later passes): ``cycles`` (the noise-gated median,
-    else the smallest minimum), ``statistic`` ("median" or "minimum"), ``noise`` (the passes' medians' spread over
-    their mean; with one pass, the median's gap above the minimum), ``passes`` (how many were ok). Blocks ok in no
-    pass are left out."""
+    ``cycles_median`` for pass 1 and the same with ``_p2``... for later passes): ``cycles``, ``statistic`` and
+    ``noise``, ``passes`` (how many were ok). A block ok in three passes or more reads "median of minima" (noise: the
+    median absolute deviation of its passes' minima over their median); one ok once or twice reads the noise-gated
+    "median" (noise: the passes' medians' spread over their mean; with one pass, the median's gap above the minimum),
+    else the smallest "minimum". Blocks ok in no pass are left out."""
     suffixes = pass_suffixes(list(table.columns))
     if not suffixes:
         raise ValueError("a measurements table needs a cycles_median column")
@@ -131,9 +140,14 @@ def robust_truth(table: pd.DataFrame, gate: float = GATE) -> pd.DataFrame:
         smallest = np.nanmin(minima, axis=1)
         spread = np.where(passes >= 2, (np.nanmax(medians, axis=1) - np.nanmin(medians, axis=1)) / centre,
                           (centre - smallest) / centre)
+        voted = np.nanmedian(minima, axis=1)
+        deviation = np.nanmedian(np.abs(minima - voted[:, None]), axis=1) / voted
     agree = spread <= gate
-    out = pd.DataFrame({"hex": table["hex"].to_numpy(), "cycles": np.where(agree, centre, smallest),
-                        "statistic": np.where(agree, "median", "minimum"), "noise": spread, "passes": passes})
+    many = passes >= VOTING_PASSES
+    out = pd.DataFrame({"hex": table["hex"].to_numpy(),
+                        "cycles": np.where(many, voted, np.where(agree, centre, smallest)),
+                        "statistic": np.where(many, "median of minima", np.where(agree, "median", "minimum")),
+                        "noise": np.where(many, deviation, spread), "passes": passes})
     return out[(passes > 0) & (out["cycles"] > 0)].reset_index(drop=True)
 
 
@@ -141,4 +155,18 @@ def _ok_values(table: pd.DataFrame, column: str, suffix: str) -> np.ndarray:
     values: np.ndarray = pd.to_numeric(table[column + suffix], errors="coerce").to_numpy(float)
     status = table.get("status" + suffix)
     return values if status is None else np.where(status.to_numpy() == "ok", values, np.nan)
+
+
+def half_truths(table: pd.DataFrame) -> pd.DataFrame:
+    """Each block's :func:`robust_truth` from the odd passes (``odd``) and from the even ones (``even``), indexed by
+    hex, for blocks both halves have: how far the truth itself moves, the noise ceiling of any predictor."""
+    suffixes = pass_suffixes(list(table.columns))
+    if len(suffixes) < 2:
+        raise ValueError("the noise between halves needs two passes or more")
+    halves = []
+    for part in (suffixes[0::2], suffixes[1::2]):
+        renamed = {f"{column}{old}": f"{column}{'' if i == 0 else f'_p{i + 1}'}"
+                   for i, old in enumerate(part) for column in ("status", "cycles_min", "cycles_median")}
+        halves.append(robust_truth(table[["hex", *renamed]].rename(columns=renamed)).set_index("hex")["cycles"])
+    return pd.concat(halves, axis=1, keys=["odd", "even"]).dropna()
 

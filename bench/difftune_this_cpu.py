@@ -1,0 +1,104 @@
+"""Issue 33 §3's bar on the committed measured CPUs: every baseline a learned table must beat, scored on held-out
+measured blocks (llvm-mca-19 itself, the simulator with llvm-mca's defaults, the simple table, greedy search on the
+real simulator from each start), in one run with the same split and the same simulator-call budget.
+
+The truth is each block's robust value over its passes (engine/surrogates/difftune/noise.py), the split a seeded
+permutation of the blocks (train / validation / test), and the test set's noise ceiling is printed beside the
+figures: the MAPE one half of the passes makes against the other.
+
+Usage: python bench/difftune_this_cpu.py --measured data/difftune/amd-25-1-1.csv.gz [--arch znver3]
+           [--limit N] [--budget CALLS] [--seed 0] [--save-tables DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from engine.surrogates.difftune.decode import Block, decode_blocks
+from engine.surrogates.difftune.defaults import default_table
+from engine.surrogates.difftune.greedy import greedy_search
+from engine.surrogates.difftune.llvm_mca import total_cycles
+from engine.surrogates.difftune.measure import cpu_identity
+from engine.surrogates.difftune.metrics import accuracy
+from engine.surrogates.difftune.noise import half_truths, pass_suffixes, robust_truth
+from engine.surrogates.difftune.params import ParamTable, simple_table
+from engine.surrogates.difftune.simulate import simulated
+from workflows.difftune.experiments import read_measured
+
+ARCH_OF = {"intel-6-167-1": "sapphirerapids", "amd-25-1-1": "znver3"}
+
+
+def noise_ceiling(rows: pd.DataFrame, hexes: list[str]) -> str:
+    """The truth of the odd passes against that of the even ones, on ``hexes``: how close any predictor can get."""
+    if len(pass_suffixes(list(rows.columns))) < 2:
+        return "one pass: no noise ceiling"
+    both = half_truths(rows).reindex(hexes).dropna()
+    score = accuracy(both["odd"], both["even"])
+    return (f"noise ceiling (odd passes' truth vs even passes', {score.n:,} test blocks): MAPE {score.mape:.2%}, "
+            f"within 5% {score.within_5pct:.1%}, tau {score.kendall_tau:.3f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--measured", required=True)
+    parser.add_argument("--arch")
+    parser.add_argument("--cache", default=".cache/difftune")
+    parser.add_argument("--limit", type=int, default=0)
+    parser.add_argument("--budget", type=int, default=0, help="simulator calls (default: 20 evaluations of the training blocks)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--save-tables", help="folder for the searched tables (JSON)")
+    args = parser.parse_args()
+    path = Path(args.measured)
+    cpu_id = path.name.split(".")[0]
+    arch = args.arch or ARCH_OF[cpu_id]
+    rows = read_measured(path)
+    truth = robust_truth(rows)
+    if args.limit:
+        truth = truth.head(args.limit)
+    t0 = time.perf_counter()
+    decoded = decode_blocks(list(truth["hex"]))
+    keep = [i for i, b in enumerate(decoded) if isinstance(b, Block)]
+    blocks: list[Block] = [decoded[i] for i in keep]  # type: ignore[misc]
+    values = truth["cycles"].to_numpy(float)[keep]
+    defaults = default_table(blocks, arch, args.cache)
+    usable = [i for i, b in enumerate(blocks) if all(x.key in defaults.rows for x in b.instructions)]
+    blocks, values = [blocks[i] for i in usable], values[usable]
+    order = np.random.default_rng(args.seed).permutation(len(blocks))
+    n_train, n_val = int(0.7 * len(blocks)), int(0.1 * len(blocks))
+    train, test = order[:n_train], order[n_train + n_val:]
+    identity = cpu_identity()
+    print(f"run on {identity.model_name} ({identity.short_id}); truth {cpu_id} (-mcpu={arch}), {len(blocks):,} blocks "
+          f"decoded with a default row ({time.perf_counter() - t0:.0f} s): {len(train):,} train, {len(test):,} test")
+    print(noise_ceiling(rows, [blocks[i].hex for i in test]))
+    budget = args.budget or 20 * len(train)
+    pick = lambda index: [blocks[int(i)] for i in index]  # noqa: E731
+    train_blocks, test_blocks = pick(train), pick(test)
+    tables: dict[str, ParamTable] = {"defaults (simulator)": defaults,
+                                     "simple table": simple_table({x.key for b in blocks for x in b.instructions})}
+    for name in ("defaults (simulator)", "simple table"):
+        t = time.perf_counter()
+        found = greedy_search(train_blocks, values[train], tables[name], budget, seed=args.seed)
+        label = f"greedy from {name.split(' ')[0]}"
+        tables[label] = found.table
+        print(f"  {label}: {found.calls:,} of {budget:,} calls, training MAPE {found.history['mape'].iloc[-1]:.2%} "
+              f"({time.perf_counter() - t:.0f} s)")
+    predictions = {name: simulated(test_blocks, table) for name, table in tables.items()}
+    predictions[f"llvm-mca-19 -mcpu={arch}"] = total_cycles(test_blocks, arch)
+    print(f"{'predictor':32s} {'MAPE':>8s} {'median':>8s} {'within5':>8s} {'tau':>6s}")
+    for name, cycles in predictions.items():
+        score = accuracy(cycles, values[test])
+        print(f"{name:32s} {score.mape:8.2%} {score.median_ape:8.2%} {score.within_5pct:8.1%} {score.kendall_tau:6.3f}")
+    if args.save_tables:
+        folder = Path(args.save_tables)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, table in tables.items():
+            table.save(folder / f"{cpu_id}-{name.replace(' ', '-').replace('(', '').replace(')', '')}.json")
+
+
+if __name__ == "__main__":
+    main()
