@@ -28,7 +28,7 @@ from engine.surrogates.difftune.metrics import accuracy
 from engine.surrogates.difftune.noise import half_truths, pass_suffixes, robust_truth
 from engine.surrogates.difftune.params import ParamTable, simple_table
 from engine.surrogates.difftune.simulate import simulated
-from workflows.difftune.experiments import read_measured
+from workflows.difftune import read_measured
 
 ARCH_OF = {"intel-6-167-1": "sapphirerapids", "amd-25-1-1": "znver3"}
 

@@ -9,7 +9,7 @@ import pytest
 from engine.io.paths import REPO_ROOT
 from engine.surrogates.difftune.metrics import accuracy
 from engine.surrogates.difftune.noise import GAP_LIMIT, GATE, VOTING_PASSES, half_truths, robust_truth, run_noise
-from workflows.difftune.experiments import read_measured
+from workflows.difftune import read_measured
 
 
 def results(minima, medians, clean=63, status="ok", hexes=None):

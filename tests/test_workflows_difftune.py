@@ -120,3 +120,32 @@ def test_an_evaluation_scores_every_predictor_and_is_stored(anchor_data, db_path
         assert len(evaluation_predictions(store, result.id)) == 60
         with pytest.raises(UserError, match="truth 'exact': expected one of mca, measured"):
             evaluate(store, truth="exact")
+
+
+def test_a_committed_measurements_file_is_a_truth_on_any_machine(db_path, tmp_path):
+    """``evaluate --measured FILE``: the file's CPU named by its name, its -mcpu needed unless it is this CPU's;
+    each block's truth its robust value over the file's passes."""
+    pytest.importorskip("iced_x86")
+    from engine.io.paths import REPO_ROOT
+    from engine.surrogates.difftune.noise import robust_truth
+    from workflows.difftune import read_measured
+
+    rows = read_measured(REPO_ROOT / "data" / "difftune" / "intel-6-167-1.csv.gz").head(40)
+    mine = tmp_path / "other-cpu-1.csv"
+    rows.to_csv(mine, index=False)
+    out = cli("difftune", "evaluate", "--truth", "measured", "--measured", str(mine), "--arch", "sapphirerapids",
+              "--json", db=db_path)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["cpu_id"] == "other-cpu-1" and result["arch"] == "sapphirerapids"
+    scores = {row["predictor"]: row for row in result["accuracy"]}
+    assert {"llvm-mca-19", "simple table", "tunelab (default table)"} <= set(scores)
+    assert 30 <= scores["llvm-mca-19"]["n"] <= len(robust_truth(rows))
+    refusals = [(("--measured", str(mine)), "arch: the measurements are from CPU other-cpu-1"),
+                (("--measured", str(tmp_path / "none.csv"), "--arch", "znver3"), "is not a file"),
+                (("--truth", "mca", "--measured", str(mine)), "give it with --truth measured")]
+    for args, message in refusals:
+        extra = () if "--truth" in args else ("--truth", "measured")
+        refused = cli("difftune", "evaluate", *extra, *args, db=db_path)
+        assert refused.returncode != 0 and message in refused.stderr and "Traceback" not in refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1

@@ -8,6 +8,7 @@ stopped and experiments never mix CPUs.
 
 from __future__ import annotations
 
+import io
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -17,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from engine.errors import UserError, brief
+from engine.io.table_import import read_bytes, unquote_frame
 from engine.runners.ckernel import cache_dir
 from engine.study import check_study_name
 from engine.surrogates.difftune import bhive
@@ -126,6 +128,42 @@ def stored_rows(results: pd.DataFrame) -> pd.DataFrame:
     })
 
 
+def read_measured(path: Path) -> pd.DataFrame:
+    """A ``tunelab blocks export`` CSV (gzip too) as its wide table, checked: one line naming the file if not."""
+    if not path.is_file():
+        raise UserError(f"measured: {brief(str(path))} is not a file")
+    try:  # bounded (gzip too), and a blocks export's text cells carry their spreadsheet quotes
+        rows = unquote_frame(pd.read_csv(io.BytesIO(read_bytes(path, f"measured {path.name}")), dtype={"hex": str},
+                                         low_memory=False))  # one pass of the columns: no mixed-type guesses
+    except UserError:
+        raise
+    except ValueError as exc:
+        raise UserError(f"measured {path.name}: not a CSV table ({' '.join(str(exc).split())[:120]})") from None
+    missing = [c for c in ("hex", "status", "cycles_min", "cycles_median") if c not in rows.columns]
+    if missing:
+        raise UserError(f"measured: {brief(str(path))} has no column {missing[0]!r} (a tunelab blocks export CSV)")
+    return rows
+
+
+def measured_source(store: Store, measured: str | None, arch: str | None) -> tuple[str, str, dict[str, float]]:
+    """(CPU id, -mcpu, hex → cycles per 100 iterations) of a ``blocks export`` CSV, named by its CPU id
+    (``amd-25-1-1.csv.gz``), or of this CPU's stored blocks: each block's robust value over its passes. Another
+    CPU's file needs its -mcpu named (``arch``); this CPU's defaults to its nearest."""
+    here, host = this_cpu(store)
+    if measured is None:
+        if block_measurements(store, here, 1).empty:
+            raise UserError(f"measured: no blocks measured on this CPU ({here}); run tunelab blocks measure, "
+                            "or give a measurements CSV")
+        return here, arch or host, measured_truth(store, here)
+    path = Path(measured)
+    truth = robust_truth(read_measured(path))
+    cpu_id = path.name.split(".")[0]
+    if arch is None and cpu_id != here:
+        raise UserError(f"arch: the measurements are from CPU {cpu_id}, not this one ({here}); name its "
+                        "llvm-mca -mcpu with --arch")
+    return cpu_id, arch or host, dict(zip(truth["hex"], truth["cycles"].astype(float)))
+
+
 def measured_truth(store: Store, cpu_id: str) -> dict[str, float]:
     """Each block's measured cycles per 100 iterations on ``cpu_id``, every pass considered: the median of the passes'
     minima from three passes on, else the noise-gated median or the smallest minimum
@@ -228,17 +266,18 @@ class Evaluation:
 
 
 def evaluate(store: Store, *, truth: str = "mca", arch: str | None = None, limit: int | None = None,
-             table: str | None = None) -> Evaluation:
+             table: str | None = None, measured: str | None = None) -> Evaluation:
     """Score the simulator (llvm-mca-19's default table for ``arch``, a named table, the simple table) and, with
     measured truth, llvm-mca-19 itself, against ``truth``: llvm-mca-19's cycles for ``arch`` on the anchor
-    blocks, or this CPU's measured cycles (medians; ``arch`` defaults to its nearest -mcpu)."""
+    blocks, or measured cycles (:func:`measured_source`: this CPU's stored blocks or a ``measured`` CSV)."""
     if truth not in TRUTHS:
         raise UserError(f"truth {truth!r}: expected one of {', '.join(TRUTHS)}")
-    measured_on, host = this_cpu(store)
-    cpu_id: str | None = measured_on
+    if measured is not None and truth != "measured":
+        raise UserError(f"measured: {brief(measured)} is a measured truth; give it with --truth measured")
+    cpu_id: str | None
     if truth == "measured":
-        arch = arch or host
-        truths: dict[str, Any] = dict(measured_truth(store, measured_on))  # None: llvm-mca-19 asked below
+        cpu_id, arch, measured_cycles = measured_source(store, measured, arch)
+        truths: dict[str, Any] = dict(measured_cycles)  # None: llvm-mca-19 asked below
     else:
         arch, cpu_id = arch or "haswell", None
         sample = bhive.anchor()

@@ -14,17 +14,14 @@ Blocks are the surrogate's data set's blocks that have a truth, split 80/10/10 e
 
 from __future__ import annotations
 
-import io
 import time
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from engine.errors import UserError, brief
-from engine.io.table_import import read_bytes, unquote_frame
 from engine.study import check_study_name
 from engine.surrogates.difftune import bhive
 from engine.surrogates.difftune.calibration import calibration_table, default_parameters, start_configuration
@@ -33,15 +30,14 @@ from engine.surrogates.difftune.defaults import default_table
 from engine.surrogates.difftune.experiment import KINDS, Outcome, Problem, Progress, Settings, run_experiment
 from engine.surrogates.difftune.learn import LearnConfig, random_start
 from engine.surrogates.difftune.llvm_mca import total_cycles
-from engine.surrogates.difftune.noise import robust_truth
 from engine.surrogates.difftune.params import ParamTable, from_document, simple_table
 from engine.surrogates.difftune.simulate import simulated
 from engine.surrogates.difftune.train import split_blocks
 from storage import Store
-from storage.difftune import block_measurements, reserve_evaluation_id, save_evaluation, save_param_table
+from storage.difftune import reserve_evaluation_id, save_evaluation, save_param_table
 from storage.difftune.datasets import dataset
 from storage.difftune.experiments import experiments, save_experiment
-from workflows.difftune import measured_truth, table_cache, this_cpu
+from workflows.difftune import measured_source, table_cache
 from workflows.difftune.dataset import stored_job
 from workflows.difftune.surrogate import stored_surrogate, surrogate_record
 
@@ -63,37 +59,6 @@ class ExperimentRun:
     costs: dict[str, int]
     tables: dict[str, str]
     seconds: float
-
-
-def _measured_truth(store: Store, measured: str | None) -> tuple[str, dict[str, float]]:
-    """(CPU id, hex → cycles per 100 iterations) of a ``blocks export`` CSV or of this CPU's stored blocks: the
-    robust value over the passes (engine.surrogates.difftune.noise.robust_truth)."""
-    if measured is None:
-        cpu_id = this_cpu(store)[0]
-        if block_measurements(store, cpu_id, 1).empty:
-            raise UserError(f"measured: no blocks measured on this CPU ({cpu_id}); run tunelab blocks measure, "
-                            "or give a measurements CSV")
-        return cpu_id, measured_truth(store, cpu_id)
-    path = Path(measured)
-    truth = robust_truth(read_measured(path))
-    return path.name.split(".")[0], dict(zip(truth["hex"], truth["cycles"].astype(float)))
-
-
-def read_measured(path: Path) -> pd.DataFrame:
-    """A ``tunelab blocks export`` CSV (gzip too) as its wide table, checked: one line naming the file if not."""
-    if not path.is_file():
-        raise UserError(f"measured: {brief(str(path))} is not a file")
-    try:  # bounded (gzip too), and a blocks export's text cells carry their spreadsheet quotes
-        rows = unquote_frame(pd.read_csv(io.BytesIO(read_bytes(path, f"measured {path.name}")), dtype={"hex": str},
-                                         low_memory=False))  # one pass of the columns: no mixed-type guesses
-    except UserError:
-        raise
-    except ValueError as exc:
-        raise UserError(f"measured {path.name}: not a CSV table ({' '.join(str(exc).split())[:120]})") from None
-    missing = [c for c in ("hex", "status", "cycles_min", "cycles_median") if c not in rows.columns]
-    if missing:
-        raise UserError(f"measured: {brief(str(path))} has no column {missing[0]!r} (a tunelab blocks export CSV)")
-    return rows
 
 
 def _problem(store: Store, kind: str, blocks: list[Block], model: ParamTable, split_seed: int, *, arch: str | None,
@@ -122,12 +87,7 @@ def _problem(store: Store, kind: str, blocks: list[Block], model: ParamTable, sp
                 predictions[f"llvm-mca-19 -mcpu={model.provenance.get('mcpu')}"] = np.array(
                     [by_hex.get(b.hex, np.nan) for b in blocks])
         else:
-            cpu_id, truth = _measured_truth(store, measured)
-            here, host = this_cpu(store)
-            if arch is None and cpu_id != here:
-                raise UserError(f"arch: the measurements are from CPU {cpu_id}, not this one ({here}); name its "
-                                "llvm-mca -mcpu with --arch")
-            arch = arch or host
+            cpu_id, arch, truth = measured_source(store, measured, arch)
             label = f"measured on {cpu_id}"
         fixed[f"{arch} defaults (simulator)"] = default_table(blocks, arch, table_cache())
         starts = {"defaults": model, "random": random}

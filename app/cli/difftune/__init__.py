@@ -46,6 +46,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     evaluate.add_argument("--arch", help="-mcpu (default: haswell for mca, this CPU's nearest for measured)")
     evaluate.add_argument("--limit", type=int, action=bounded(1, 10 * MAX_COUNT), help="at most this many blocks")
     evaluate.add_argument("--table", help="also score this table (stored name or file)")
+    evaluate.add_argument("--measured", help="measured truth: a tunelab blocks export CSV, e.g. data/difftune/"
+                                             "amd-25-1-1.csv.gz (default: this CPU's stored blocks)")
     add_json(evaluate)
     evaluate.set_defaults(func=_evaluate)
     register_dataset(actions)
@@ -106,7 +108,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     from workflows.difftune import evaluate
 
     with open_store(args) as store:
-        result = evaluate(store, truth=args.truth, arch=args.arch, limit=args.limit, table=args.table)
+        result = evaluate(store, truth=args.truth, arch=args.arch, limit=args.limit, table=args.table,
+                          measured=args.measured)
     shown = result.accuracy.assign(mape=result.accuracy["mape"].map("{:.2%}".format),
                                    median_ape=result.accuracy["median_ape"].map("{:.2%}".format),
                                    within_5pct=result.accuracy["within_5pct"].map("{:.1%}".format),
