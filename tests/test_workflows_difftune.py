@@ -71,6 +71,20 @@ def test_the_cli_measures_and_says_what_it_did(data, db_path):
     assert bad.returncode != 0 and "--limit 0: must be from 1" in bad.stderr
 
 
+def test_several_passes_are_measured_in_a_row_each_with_its_noise(data, db_path):
+    result = cli("blocks", "measure", "--source", "anchor", "--limit", "1", "--repeats", "16", "--passes", "3",
+                 "--json", db=db_path)
+    assert result.returncode == 0, result.stderr
+    runs = json.loads(result.stdout)["passes"]
+    assert [run["pass_number"] for run in runs] == [1, 2, 3] and all(run["measured"] == 1 for run in runs)
+    assert runs[1]["noise"]["compared"] + runs[1]["noise"]["noisy"] == 1  # passes 2 and 3 against pass 1
+    with Store(db_path) as store:
+        assert sorted(set(block_measurements(store)["pass"])) == [1, 2, 3]
+    late = cli("blocks", "measure", "--pass", "99", "--passes", "3", db=db_path)
+    assert late.returncode != 0 and "would end at pass 101; the last pass is 100" in late.stderr
+    assert "Traceback" not in late.stderr
+
+
 @pytest.fixture
 def anchor_data():
     from engine.io.paths import data_dir

@@ -20,6 +20,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="anchor: the 2,000-block llvm-mca sample only; bhive: then the rest of BHive (default)")
     m.add_argument("--pass", dest="pass_", type=int, default=1, action=bounded(1, 100),
                    help="pass number: a second pass re-measures the same blocks (the noise figure)")
+    m.add_argument("--passes", type=int, default=1, action=bounded(1, 100),
+                   help="measure this many passes in a row from --pass (a busy VM needs many: each block's truth is "
+                        "then the median of its passes' minima)")
     m.add_argument("--repeats", type=int, default=64, action=bounded(16, 4096), help="timed repetitions per unroll")
     m.add_argument("--cpu", type=int, help="logical CPU to pin the harness to (default: the last one)")
     add_json(m)
@@ -33,26 +36,31 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _measure(args: argparse.Namespace) -> int:
     from engine.surrogates.difftune.measure import Settings
-    from workflows.difftune import measure_blocks
+    from workflows.difftune import measure_passes
 
     def progress(done: int, total: int) -> None:
         print(f"\r{done:,}/{total:,} blocks", end="", file=sys.stderr, flush=True)
 
     with open_store(args) as store:
-        done = measure_blocks(store, limit=args.limit, source=args.source, pass_=args.pass_,
+        runs = measure_passes(store, passes=args.passes, pass_=args.pass_, limit=args.limit, source=args.source,
                               settings=Settings(repeats=args.repeats, cpu=args.cpu),
                               progress=None if args.json or not sys.stderr.isatty() else progress)
     if not args.json and sys.stderr.isatty():
         print(file=sys.stderr)
-    statuses = ", ".join(f"{n:,} {status}" for status, n in sorted(done.by_status.items())) or "nothing new"
-    text = (f"CPU {done.cpu_id} (llvm-mca -mcpu={done.mcpu}), pass {done.pass_number}: {done.selected:,} blocks selected, "
-            f"{done.already_stored:,} already stored, {done.measured:,} measured ({statuses}) in {done.seconds:.1f} s")
-    if done.noise is not None:
-        text += "\n" + done.noise.summary()
-        if done.noise.busy and args.json:  # the JSON holds the verdict; a person reading stderr gets the warning too
-            print(f"warning: the machine was too busy to trust these timings ({'; '.join(done.noise.reasons)})",
-                  file=sys.stderr)
-    emit(done.to_dict(), args.json, text)
+    texts = []
+    for done in runs:
+        statuses = ", ".join(f"{n:,} {status}" for status, n in sorted(done.by_status.items())) or "nothing new"
+        text = (f"CPU {done.cpu_id} (llvm-mca -mcpu={done.mcpu}), pass {done.pass_number}: {done.selected:,} blocks "
+                f"selected, {done.already_stored:,} already stored, {done.measured:,} measured ({statuses}) in "
+                f"{done.seconds:.1f} s")
+        if done.noise is not None:
+            text += "\n" + done.noise.summary()
+            if done.noise.busy and args.json:  # the JSON holds the verdict; a person reading stderr gets the warning
+                print(f"warning: pass {done.pass_number}: the machine was too busy to trust these timings "
+                      f"({'; '.join(done.noise.reasons)})", file=sys.stderr)
+        texts.append(text)
+    document = runs[0].to_dict() if len(runs) == 1 else {"passes": [done.to_dict() for done in runs]}
+    emit(document, args.json, "\n".join(texts))
     return 0
 
 

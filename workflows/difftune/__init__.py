@@ -71,6 +71,10 @@ class MeasuredBlocks:
         return {**asdict(self), "noise": self.noise.to_dict() if self.noise is not None else None}
 
 
+#: The highest pass number ``blocks measure`` takes.
+MAX_PASS = 100
+
+
 def this_cpu(store: Store) -> tuple[str, str]:
     """(id, nearest -mcpu) of this machine's CPU, recorded in the store on first sight."""
     identity = cpu_identity()
@@ -112,6 +116,17 @@ def measure_blocks(store: Store, *, limit: int | None = None, source: str = "bhi
         noise = run_noise(pd.concat(measured, ignore_index=True), settings.repeats, first)
     return MeasuredBlocks(cpu_id, mcpu, pass_, len(blocks), len(blocks) - len(todo), len(todo), counts,
                           time.monotonic() - started, noise)
+
+
+def measure_passes(store: Store, *, passes: int, pass_: int = 1, limit: int | None = None, source: str = "bhive",
+                   settings: Settings = Settings(), progress: Progress | None = None) -> list[MeasuredBlocks]:
+    """:func:`measure_blocks` for passes ``pass_`` … ``pass_ + passes - 1`` in a row: on a machine whose neighbours
+    disturb whole runs, each block's truth is the vote of many passes (engine.surrogates.difftune.noise)."""
+    last = pass_ + passes - 1
+    if passes < 1 or last > MAX_PASS:
+        raise UserError(f"passes: {passes} passes from pass {pass_} would end at pass {last}; the last pass is {MAX_PASS}")
+    return [measure_blocks(store, limit=limit, source=source, pass_=number, settings=settings, progress=progress)
+            for number in range(pass_, last + 1)]
 
 
 def stored_rows(results: pd.DataFrame) -> pd.DataFrame:
