@@ -69,8 +69,10 @@ def test_recovery_scores_every_method_and_the_parameter_error(trained: Path) -> 
 def test_cross_arch_and_this_cpu_report_llvm_mca(trained: Path, tmp_path: Path) -> None:
     cross = _run(trained, "cross-arch")
     assert cross["truth"] == "llvm-mca-19 -mcpu=skylake"
-    assert {"llvm-mca-19 -mcpu=haswell", "defaults (start)", "skylake defaults (simulator)",
-            "DiffTune (defaults start)"} <= {r["predictor"] for r in cross["accuracy"]}
+    assert {"llvm-mca-19 -mcpu=haswell", "defaults (start)", "skylake defaults (simulator)", "DiffTune (defaults start)",
+            "simple (start)", "DiffTune (simple start)", "DiffTune (greedy start)"} <= {r["predictor"] for r in cross["accuracy"]}
+    # DiffTune from greedy's table pays for greedy's calls too
+    assert cross["costs"]["DiffTune (greedy start): validation"] > cross["costs"]["greedy (defaults start)"]
     here = _run(trained, "this-cpu", "--measured", str(MEASURED), "--arch", "sapphirerapids")
     assert here["truth"] == "measured on intel-6-167-1"
     mca = next(r for r in here["accuracy"] if r["predictor"] == "llvm-mca-19 -mcpu=sapphirerapids")

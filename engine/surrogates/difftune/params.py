@@ -260,11 +260,13 @@ class ParamTable:
             raise UserError(f"path: a table is saved as .json, .parquet or .txt, got {brief(str(path))}")
 
 
-def simple_table(keys: Iterable[str]) -> ParamTable:
+def simple_table(keys: Iterable[str], model: ParamTable | None = None) -> ParamTable:
     """The "simple parameters" baseline (Abel's DiffTune fork, uiCA's evaluation): dispatch width 4, ROB 100,
-    every opcode 1 µop of latency 1, no ports, no ReadAdvance."""
-    return ParamTable(dispatch_width=4, rob_size=100, units=(), groups=(), rows=dict.fromkeys(keys, OpParams(1, 1)),
-                      provenance={"source": "simple baseline"})
+    every opcode 1 µop of latency 1, no ports, no ReadAdvance. With ``model``, its units and groups (no row uses
+    them), so that a surrogate over that resource model can learn from it."""
+    units, groups = (model.units, model.groups) if model is not None else ((), ())
+    return ParamTable(dispatch_width=4, rob_size=100, units=units, groups=groups,
+                      rows=dict.fromkeys(keys, OpParams(1, 1)), provenance={"source": "simple baseline"})
 
 
 def _listed(value: Any, what: str) -> list[Any]:
