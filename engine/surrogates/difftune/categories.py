@@ -4,8 +4,12 @@ does with memory."""
 
 from __future__ import annotations
 
-from engine.surrogates.difftune.decode import Block
+from engine.surrogates.difftune.decode import ADDRESS, Block
 
+#: The harness's register values (harness.c): every general-purpose register holds the data page's address, rsp
+#: and rbp its middle. Only equality between addresses matters here, so the page's base is arbitrary.
+_PAGE_MIDDLE = ("%rsp", "%rbp", "%esp", "%ebp")
+_BASE, _MIDDLE = 0x2324000, 0x2324000 + 0x800
 #: Full-width names of registers that make a block "vector" (iced-x86's ZMMn cover XMM/YMM/ZMM; MMX and x87 too).
 _VECTOR_PREFIXES = ("ZMM", "MM", "ST", "K")
 
@@ -17,3 +21,28 @@ def category(block: Block) -> str:
     loads, stores = any(i.may_load for i in block.instructions), any(i.may_store for i in block.instructions)
     memory = {(False, False): "no memory", (True, False): "load", (False, True): "store", (True, True): "load+store"}
     return f"{kind}, {memory[(loads, stores)]}"
+
+
+def harness_aliasing(block: Block) -> bool:
+    """Whether a store and a load of the block touch one address in the measuring harness, where every register
+    starts at the data page's address: the core then forwards the stored value to the load, a dependency through
+    memory that llvm-mca (and our simulator, which follows it) does not model. Registers are taken at their start
+    values, so an address whose register the block changes first may be misjudged."""
+    loads: set[int] = set()
+    stores: set[int] = set()
+    for ins in block.instructions:
+        if not (ins.may_load or ins.may_store) or (found := ADDRESS.search(ins.asm)) is None:
+            continue
+        scale = int(found.group("scale") or 1)
+        address = (int(found.group("disp") or "0", 0) + _register_value(found.group("base"))
+                   + scale * _register_value(found.group("index")))
+        (loads if ins.may_load else stores).add(address)
+        if ins.may_load and ins.may_store:
+            stores.add(address)
+    return bool(loads & stores)
+
+
+def _register_value(register: str | None) -> int:
+    if not register or register == "%rip":
+        return 0
+    return _MIDDLE if register in _PAGE_MIDDLE else _BASE

@@ -99,7 +99,7 @@ _X87 = re.compile(r"^ST\d$")
 _FPU_FLAGS = iced.RflagsBits.C0 | iced.RflagsBits.C1 | iced.RflagsBits.C2 | iced.RflagsBits.C3
 _LEA = re.compile(r"^LEA(16|32|64|64_32)r$")
 # AT&T memory operand: [disp](base[,index[,scale]])
-_ADDRESS = re.compile(r"(?P<disp>[-+]?(?:0x[0-9a-fA-F]+|\d+))?\((?P<base>%\w+)?(?:,(?P<index>%\w+)?(?:,(?P<scale>\d+))?)?\)")
+ADDRESS = re.compile(r"(?P<disp>[-+]?(?:0x[0-9a-fA-F]+|\d+))?\((?P<base>%\w+)?(?:,(?P<index>%\w+)?(?:,(?P<scale>\d+))?)?\)")
 _CF_ZF = re.compile(r"^(set|cmov)(a|be|nbe|na)[wlq]?$")
 
 
@@ -107,7 +107,7 @@ _CF_ZF = re.compile(r"^(set|cmov)(a|be|nbe|na)[wlq]?$")
 def operand_variant(opcode: str, asm: str) -> str:
     """The scheduling variant an instruction's operands select (``""`` for the opcode's usual class)."""
     if _LEA.match(opcode):
-        m = _ADDRESS.search(asm)
+        m = ADDRESS.search(asm)
         if m is None:
             return ""
         disp = m.group("disp")
