@@ -125,7 +125,7 @@ def robust_truth(table: pd.DataFrame, gate: float = GATE) -> pd.DataFrame:
     """One value per block of a wide measurements table (``hex``, then ``status``, ``cycles_min``,
     ``cycles_median`` for pass 1 and the same with ``_p2``... for later passes): ``cycles``, ``statistic`` and
     ``noise``, ``passes`` (how many were ok). A block ok in three passes or more reads "median of minima" (noise: the
-    median absolute deviation of its passes' minima over their median); one ok once or twice reads the noise-gated
+    median absolute deviation of its passes' minima over their median); a block ok once or twice reads the noise-gated
     "median" (noise: the passes' medians' spread over their mean; with one pass, the median's gap above the minimum),
     else the smallest "minimum". Blocks ok in no pass are left out."""
     suffixes = pass_suffixes(list(table.columns))
@@ -169,4 +169,3 @@ def half_truths(table: pd.DataFrame) -> pd.DataFrame:
                    for i, old in enumerate(part) for column in ("status", "cycles_min", "cycles_median")}
         halves.append(robust_truth(table[["hex", *renamed]].rename(columns=renamed)).set_index("hex")["cycles"])
     return pd.concat(halves, axis=1, keys=["odd", "even"]).dropna()
-
