@@ -9,13 +9,14 @@ blocks whose store and load meet at one address in the harness (a dependency thr
 simulator do not model) and the rest.
 
 Usage: python bench/difftune_this_cpu.py --measured data/difftune/amd-25-1-1.csv.gz [--arch znver3]
-           [--limit N] [--budget CALLS] [--seed 0] [--subsample 2000] [--save-tables DIR]
+           [--limit N] [--budget CALLS] [--seed 0] [--subsample 2000] [--memory-forwarding] [--save-tables DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +57,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--subsample", type=int, default=2000, help="also greedy from simple on this many training blocks (0: not)")
     parser.add_argument("--save-tables", help="folder for the searched tables (JSON)")
+    parser.add_argument("--memory-forwarding", action="store_true",
+                        help="the simulator's tables make loads wait for the older store to their address")
     args = parser.parse_args()
     path = Path(args.measured)
     cpu_id = path.name.split(".")[0]
@@ -82,8 +85,10 @@ def main() -> None:
     budget = args.budget or 20 * len(train)
     pick = lambda index: [blocks[int(i)] for i in index]  # noqa: E731
     test_blocks = pick(test)
-    tables: dict[str, ParamTable] = {"defaults (simulator)": defaults,
-                                     "simple table": simple_table({x.key for b in blocks for x in b.instructions})}
+    simple = simple_table({x.key for b in blocks for x in b.instructions})
+    if args.memory_forwarding:  # loads wait for the older store to their address, as in the harness
+        defaults, simple = replace(defaults, memory_forwarding=1), replace(simple, memory_forwarding=1)
+    tables: dict[str, ParamTable] = {"defaults (simulator)": defaults, "simple table": simple}
     runs = [("defaults (simulator)", train), ("simple table", train)]
     if args.subsample:  # the same budget on fewer blocks: more parameters visited, more of them on few blocks
         runs.append(("simple table", train[:args.subsample]))
@@ -108,7 +113,8 @@ def main() -> None:
         folder = Path(args.save_tables)
         folder.mkdir(parents=True, exist_ok=True)
         for name, table in tables.items():
-            table.save(folder / f"{cpu_id}-{name.replace(' ', '-').replace('(', '').replace(')', '')}.json")
+            suffix = "-forwarding" if args.memory_forwarding else ""
+            table.save(folder / f"{cpu_id}-{name.replace(' ', '-').replace('(', '').replace(')', '')}{suffix}.json")
 
 
 if __name__ == "__main__":

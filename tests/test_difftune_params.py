@@ -32,11 +32,15 @@ def test_round_trip(tmp_path: Path, suffix: str) -> None:
 
 @pytest.mark.parametrize("suffix", [".json", ".parquet", ".txt"])
 def test_round_trip_keeps_register_files_and_eliminated_moves(tmp_path: Path, suffix: str) -> None:
-    table = replace(_table(), eliminated_moves=("ADD64rr",), register_files=(("gpr", 192), ("vec", 160)),
+    table = replace(_table(), eliminated_moves=("ADD64rr",), register_files=(("gpr", 192), ("vec", 160)), memory_forwarding=1,
                     buffers=(("P01S", 60, ("P0", "P1")), ("P23S", 40, ("P23",))), queues=(("load", 72), ("store", 64)))
     table.save(tmp_path / f"t{suffix}")
     assert load(tmp_path / f"t{suffix}") == table
     assert load(tmp_path / f"t{suffix}").register_files == (("gpr", 192), ("vec", 160))
+    older = {k: v for k, v in table.to_document().items() if k != "memory_forwarding"}  # a file from before the field
+    assert params.from_document(older).memory_forwarding == 0
+    with pytest.raises(UserError, match=r"^parameter table: memory_forwarding: must be from 0 to 1, got 2$"):
+        params.from_document({**table.to_document(), "memory_forwarding": 2})
 
 
 @pytest.mark.parametrize(("files", "message"), [((("fpu", 10),), "register_files: expected a kind"),

@@ -147,3 +147,19 @@ def test_old_tables_without_variant_rows_still_simulate() -> None:
     table = default_table([block], "znver3")
     old = table.with_rows({k: v for k, v in table.rows.items() if "@" not in k})
     assert simulate([block], old)[0] > 0
+
+
+def test_memory_forwarding_chains_a_load_to_the_older_store_of_its_address() -> None:
+    """With ``memory_forwarding`` a read-modify-write of one address is a chain from iteration to iteration (the
+    harness's registers all hold one address); without it, llvm-mca's view, the iterations overlap. A store and a
+    load of different addresses are unaffected."""
+    from dataclasses import replace
+
+    rmw, apart, meeting = (decode_block(h) for h in ("480107", "48894708488b5e10", "48894708488b5e08"))
+    table = default_table([rmw, apart, meeting], "znver3")
+    on = replace(table, memory_forwarding=1)
+    row = table.rows[rmw.instructions[0].key]
+    assert simulate([rmw], on)[0] >= 100 * row.latency > simulate([rmw], table)[0]  # one iteration after the other
+    assert simulate([apart], on)[0] == simulate([apart], table)[0]
+    assert simulate([meeting], on)[0] >= simulate([meeting], table)[0]
+    assert [simulate_reference(b, on) for b in (rmw, apart, meeting)] == list(simulate([rmw, apart, meeting], on))

@@ -154,7 +154,7 @@ def test_a_committed_measurements_file_is_a_truth_on_any_machine(db_path, tmp_pa
     result = json.loads(out.stdout)
     assert result["cpu_id"] == "other-cpu-1" and result["arch"] == "sapphirerapids"
     scores = {row["predictor"]: row for row in result["accuracy"]}
-    assert {"llvm-mca-19", "simple table", "tunelab (default table)"} <= set(scores)
+    assert {"llvm-mca-19", "simple table", "tunelab (default table)", "tunelab (default table, memory forwarding)"} <= set(scores)
     assert 30 <= scores["llvm-mca-19"]["n"] <= len(robust_truth(rows))
     refusals = [(("--measured", str(mine)), "arch: the measurements are from CPU other-cpu-1"),
                 (("--measured", str(tmp_path / "none.csv"), "--arch", "znver3"), "is not a file"),

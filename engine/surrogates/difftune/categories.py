@@ -23,22 +23,25 @@ def category(block: Block) -> str:
     return f"{kind}, {memory[(loads, stores)]}"
 
 
-def harness_aliasing(block: Block) -> bool:
-    """Whether a store and a load of the block touch one address in the measuring harness, where every register
-    starts at the data page's address: the core then forwards the stored value to the load, a dependency through
-    memory that llvm-mca (and our simulator, which follows it) does not model. Registers are taken at their start
-    values, so an address whose register the block changes first may be misjudged."""
-    loads: set[int] = set()
-    stores: set[int] = set()
+def harness_addresses(block: Block) -> list[int | None]:
+    """Each instruction's memory address in the measuring harness, where every register starts at the data page's
+    address (None: no memory operand). Registers are taken at their start values, so an address whose register the
+    block changes first may be misjudged."""
+    out: list[int | None] = []
     for ins in block.instructions:
-        if not (ins.may_load or ins.may_store) or (found := ADDRESS.search(ins.asm)) is None:
-            continue
-        scale = int(found.group("scale") or 1)
-        address = (int(found.group("disp") or "0", 0) + _register_value(found.group("base"))
-                   + scale * _register_value(found.group("index")))
-        (loads if ins.may_load else stores).add(address)
-        if ins.may_load and ins.may_store:
-            stores.add(address)
+        found = ADDRESS.search(ins.asm) if ins.may_load or ins.may_store else None
+        out.append(None if found is None else int(found.group("disp") or "0", 0) + _register_value(found.group("base"))
+                   + int(found.group("scale") or 1) * _register_value(found.group("index")))
+    return out
+
+
+def harness_aliasing(block: Block) -> bool:
+    """Whether a store and a load of the block touch one address in the measuring harness (:func:`harness_addresses`):
+    the core then forwards the stored value to the load, a dependency through memory that llvm-mca (and our
+    simulator, unless its table sets ``memory_forwarding``) does not model."""
+    addresses = harness_addresses(block)
+    loads = {a for a, ins in zip(addresses, block.instructions) if a is not None and ins.may_load}
+    stores = {a for a, ins in zip(addresses, block.instructions) if a is not None and ins.may_store}
     return bool(loads & stores)
 
 

@@ -48,7 +48,7 @@ N_SLOTS = 7
 REGISTER_FILE_KINDS = ("gpr", "vec")
 #: Kinds of load/store queue a table may bound (see ``ParamTable.queues``).
 QUEUE_KINDS = ("load", "store")
-_GLOBALS = ("dispatch_width", "rob_size", "retire_width", "scheduler_size")
+_GLOBALS = ("dispatch_width", "rob_size", "retire_width", "scheduler_size", "memory_forwarding")
 #: Inclusive bounds of each integer field ("units": a unit's count of identical pipes). Generous for real
 #: CPUs: llvm-mca-19's x86 models reach 140 µops (Sapphire Rapids' ``xsave``), latencies of 126 and resource
 #: cycles near 300 (microcoded instructions), dispatch widths of 6, ROBs of 512 and units of 4 pipes. And
@@ -58,6 +58,7 @@ _GLOBALS = ("dispatch_width", "rob_size", "retire_width", "scheduler_size")
 #: width and scheduler size 0 mean unbounded.
 BOUNDS: dict[str, tuple[int, int]] = {
     "dispatch_width": (1, 64), "rob_size": (1, 4096), "retire_width": (0, 64), "scheduler_size": (0, 4096),
+    "memory_forwarding": (0, 1),
     "units": (1, 16), "uops": (0, 500), "latency": (0, 10_000), "read_advance": (0, 10_000),
     "port_cycles": (0, 10_000), "register_files": (1, 4096), "buffers": (1, 4096), "queues": (1, 4096),
 }
@@ -130,6 +131,10 @@ class ParamTable:
     rows: dict[str, OpParams] = field(default_factory=dict)
     retire_width: int = 0
     scheduler_size: int = 0
+    #: 1: a load waits for the older store to its address, addresses taken as the measuring harness makes them (every
+    #: register at one data page): the store-to-load forwarding the core does there, which llvm-mca (0, its
+    #: ``-noalias`` default) ignores. Not learnt: a property of the truth, measured blocks' or llvm-mca's.
+    memory_forwarding: int = 0
     #: Zero-idiom and dependency-breaking keys this model does *not* recognise: they wait for their inputs
     #: (llvm 19's Sapphire Rapids model knows none; znver3 still executes a legacy-SSE ``pxor``).
     dependent_idioms: tuple[str, ...] = ()

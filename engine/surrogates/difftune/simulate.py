@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError, brief
+from engine.surrogates.difftune.categories import harness_addresses
 from engine.surrogates.difftune.decode import FLAGS, Block, Instruction
 from engine.surrogates.difftune.params import OpParams, ParamTable
 
@@ -178,12 +179,29 @@ def prepare(block: Block, table: ParamTable) -> Prepared:
                     prf_cost[i, 0] += 1
                 elif d.part in "xyz" or d.reg.startswith("MM"):
                     prf_cost[i, 1] += 1
-    if partial_uses:  # one more read slot per instruction for the false dependency
-        extra = np.full((n, 1, 5), -1, dtype=np.int64)
-        extra_adv = np.zeros((n, 1), dtype=np.int64)
+    if table.memory_forwarding:  # a store writes its address like a register; a load of that address reads it
+        addresses = harness_addresses(block)
+        shared = ({a for a, ins in zip(addresses, block.instructions) if a is not None and ins.may_load}
+                  & {a for a, ins in zip(addresses, block.instructions) if a is not None and ins.may_store})
+        if shared:
+            stored = np.full((n, 1, 5), -1, dtype=np.int64)
+            for i, (ins, address) in enumerate(zip(block.instructions, addresses, strict=True)):
+                if address in shared and ins.may_load:
+                    partial_uses.append((i, _keys(f"memory@{address}", "-", ids), 0))
+                if address in shared and ins.may_store:
+                    stored[i, 0, 0] = _keys(f"memory@{address}", "-", ids)[0]
+            def_keys = np.concatenate([def_keys, stored], axis=1)
+    if partial_uses:  # more read slots: the false dependencies and the forwarded stores
+        slots = np.zeros(n, dtype=np.int64)
+        for i, _, _ in partial_uses:
+            slots[i] += 1
+        extra = np.full((n, int(slots.max()), 5), -1, dtype=np.int64)
+        extra_adv = np.zeros((n, int(slots.max())), dtype=np.int64)
+        slots[:] = 0
         for i, ks, adv in partial_uses:
-            extra[i, 0, : len(ks)] = ks
-            extra_adv[i, 0] = adv
+            extra[i, slots[i], : len(ks)] = ks
+            extra_adv[i, slots[i]] = adv
+            slots[i] += 1
         use_keys = np.concatenate([use_keys, extra], axis=1)
         use_adv = np.concatenate([use_adv, extra_adv], axis=1)
     return Prepared(np.array([r.uops for r in rows], dtype=np.int64), np.array([r.latency for r in rows], dtype=np.int64),
