@@ -35,14 +35,18 @@ def harness_addresses(block: Block) -> list[int | None]:
     return out
 
 
+def harness_shared_addresses(block: Block, addresses: list[int | None] | None = None) -> set[int]:
+    """The addresses both a store and a load of the block touch in the measuring harness (:func:`harness_addresses`,
+    or ``addresses`` already computed): the core forwards the stored value to the load, a dependency through memory
+    that llvm-mca (and our simulator, unless its table sets ``memory_forwarding``) does not model."""
+    at = harness_addresses(block) if addresses is None else addresses
+    loads = {a for a, ins in zip(at, block.instructions) if a is not None and ins.may_load}
+    return loads & {a for a, ins in zip(at, block.instructions) if a is not None and ins.may_store}
+
+
 def harness_aliasing(block: Block) -> bool:
-    """Whether a store and a load of the block touch one address in the measuring harness (:func:`harness_addresses`):
-    the core then forwards the stored value to the load, a dependency through memory that llvm-mca (and our
-    simulator, unless its table sets ``memory_forwarding``) does not model."""
-    addresses = harness_addresses(block)
-    loads = {a for a, ins in zip(addresses, block.instructions) if a is not None and ins.may_load}
-    stores = {a for a, ins in zip(addresses, block.instructions) if a is not None and ins.may_store}
-    return bool(loads & stores)
+    """Whether a store and a load of the block meet at one address in the harness (:func:`harness_shared_addresses`)."""
+    return bool(harness_shared_addresses(block))
 
 
 def _register_value(register: str | None) -> int:

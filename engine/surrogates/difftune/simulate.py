@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError, brief
-from engine.surrogates.difftune.categories import harness_addresses
+from engine.surrogates.difftune.categories import harness_addresses, harness_shared_addresses
 from engine.surrogates.difftune.decode import FLAGS, Block, Instruction
 from engine.surrogates.difftune.params import OpParams, ParamTable
 
@@ -181,8 +181,7 @@ def prepare(block: Block, table: ParamTable) -> Prepared:
                     prf_cost[i, 1] += 1
     if table.memory_forwarding:  # a store writes its address like a register; a load of that address reads it
         addresses = harness_addresses(block)
-        shared = ({a for a, ins in zip(addresses, block.instructions) if a is not None and ins.may_load}
-                  & {a for a, ins in zip(addresses, block.instructions) if a is not None and ins.may_store})
+        shared = harness_shared_addresses(block, addresses)
         if shared:
             stored = np.full((n, 1, 5), -1, dtype=np.int64)
             for i, (ins, address) in enumerate(zip(block.instructions, addresses, strict=True)):
