@@ -69,16 +69,18 @@ def served(prepare: Callable[[Path], None]) -> Callable[..., Iterator[str]]:
 
 
 #: The app has finished the script runs an action asked for: Streamlit marks ``stApp`` "notRunning", that happened
-#: after the page's last websocket message (``STILL_PAGE`` records the moments), and it has stayed so for
-#: ``QUIET_MS``: a page that calls ``st.rerun()`` is "notRunning" for a few milliseconds between its two runs. A
-#: message that starts no run (none is known, but a Streamlit upgrade may add one) counts as answered after 1 s.
+#: after the page's last rerun request (``STILL_PAGE`` records the moments), and it has stayed so for ``QUIET_MS``:
+#: a page that calls ``st.rerun()`` is "notRunning" for a few milliseconds between its two runs. A loaded machine
+#: can take seconds to start a run, so a request counts as answered without a run seen only after
+#: ``UNSEEN_RUN_MS`` (a run too short for the page to mark "running" would otherwise be waited for forever).
 QUIET_MS = 200
+UNSEEN_RUN_MS = 15_000
 READY = f"""() => {{
     const app = document.querySelector("[data-testid='stApp']");
     const now = performance.now();
     return !!app && app.getAttribute("data-test-script-state") === "notRunning"
         && now - window.__tunelabChanged > {QUIET_MS}
-        && (window.__tunelabFinished > window.__tunelabSent || now - window.__tunelabSent > 1000);
+        && (window.__tunelabFinished > window.__tunelabSent || now - window.__tunelabSent > {UNSEEN_RUN_MS});
 }}"""
 
 

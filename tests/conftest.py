@@ -70,7 +70,7 @@ def browser():
 
 #: Every test page runs this first. No CSS animations or transitions: without a GPU, chromium composites every frame
 #: of the app's spinners and fades in software, about a core-second per rerun that tests nothing. And the moments
-#: the page last sent the server a message (a rerun request), last saw a script run end and last saw the run state
+#: the page last asked the server for a script run, last saw a script run end and last saw the run state
 #: change, which tell ``browser_support.wait_ready`` that the run an action asked for is over, without a fixed sleep.
 STILL_PAGE = """(() => {
     window.__tunelabSent = 0;
@@ -79,7 +79,11 @@ STILL_PAGE = """(() => {
     let state = null;
     const send = WebSocket.prototype.send;
     WebSocket.prototype.send = function (data) {
-        window.__tunelabSent = performance.now();
+        // A BackMsg whose first byte is 0x5A (field 11, rerun_script) asks for a script run; a heartbeat or any
+        // other message starts none, so waiting for its run would wait for nothing.
+        const first = data instanceof ArrayBuffer ? new Uint8Array(data)[0]
+            : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, 1)[0] : 0x5A;
+        if (first === 0x5A) window.__tunelabSent = performance.now();
         return send.call(this, data);
     };
     const watchRuns = new MutationObserver(() => {
