@@ -4,6 +4,7 @@ and cross-arch experiment: its tables, a drawn heatmap of what a learnt table ch
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,19 @@ def test_learning_section_shows_its_tables_a_heatmap_and_downloads_the_learnt_ta
         page.get_by_role("button", name="Learnt table (DiffTune key-value .txt)").click()
     lines = Path(download.value.path()).read_text().splitlines()
     assert lines[0].startswith("# tunelab parameter table") and lines[1].startswith("DispatchWidth ")
+
+
+def test_an_evaluation_of_the_held_out_blocks_only_is_run_and_labelled_so(server, page):
+    """The simulator section's evaluation form: ticking the held-out box scores the test part alone (a hash of each
+    block, engine/surrogates/difftune/split.py), and the stored evaluation says so."""
+    page.goto(server + "/surrogates")
+    wait_ready(page)
+    page.get_by_role("checkbox", name="Held-out blocks only").check(force=True)
+    blocks = page.get_by_role("spinbutton", name="Blocks (0: all)")
+    blocks.fill("300")
+    page.get_by_role("button", name="Evaluate").click()
+    wait_ready(page)
+    chosen = page.get_by_role("combobox", name="Evaluation")
+    expect(chosen).to_have_value(re.compile(r"held-out blocks$"))  # the new evaluation is the one shown
+    count = re.search(r"(\d+) held-out blocks", chosen.input_value())
+    assert count and 0 < int(count.group(1)) <= 300 and "Traceback" not in page.content()

@@ -81,22 +81,23 @@ def _evaluation(store: Store, cpu_id: str, host: str) -> None:
                         format_func={"mca": "llvm-mca-19 (anchor blocks)", "measured": f"measured on {cpu_id}"}.get)
         eval_arch = b.selectbox("Model (-mcpu)", MODEL_ARCHS, index=_arch_index(host), key="dt_eval_arch")
         limit = c.number_input("Blocks (0: all)", 0, 1_000_000, 0, step=500, key="dt_limit")
+        held_out = st.checkbox("Held-out blocks only (the fifth no learning run trains on)", key="dt_held_out")
         run = st.form_submit_button("Evaluate", type="primary")
     if run:
         with guard():
             with st.spinner("Evaluating (about a minute for 25,000 blocks)…"):
-                done = evaluate(store, truth=truth, arch=eval_arch, limit=int(limit) or None)
-            st.session_state["dt_evaluation"] = done.id
+                done = evaluate(store, truth=truth, arch=eval_arch, limit=int(limit) or None, held_out=held_out)
+            st.session_state["dt_pick"] = done.id  # shown, whatever was picked before
 
     stored = evaluations(store)
     if stored.empty:
         st.info("No evaluation stored yet: press **Evaluate**, or run `tunelab difftune evaluate`.")
         return
     labels = {int(r.id): f"{r.id}: {r.arch}, truth {r.truth}{'' if pd.isna(r.cpu_id) else f' ({r.cpu_id})'}, "
-                         f"{r.summary.get('blocks', '?')} blocks" for r in stored.itertuples()}
+                         f"{r.summary.get('blocks', '?')} {'held-out ' if r.summary.get('held_out') else ''}blocks"
+              for r in stored.itertuples()}
     ids = list(labels)
-    pick = st.selectbox("Evaluation", ids, format_func=lambda i: labels[i], key="dt_pick",
-                        index=ids.index(st.session_state["dt_evaluation"]) if st.session_state.get("dt_evaluation") in ids else 0)
+    pick = st.selectbox("Evaluation", ids, format_func=lambda i: labels[i], key="dt_pick")
     if pick is None:
         return
     with guard():

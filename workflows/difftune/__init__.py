@@ -32,6 +32,7 @@ from engine.surrogates.difftune.noise import RunNoise, robust_truth, run_noise
 from engine.surrogates.difftune.params import ParamTable, from_document, simple_table
 from engine.surrogates.difftune.params import load as load_table
 from engine.surrogates.difftune.simulate import simulated, timeline
+from engine.surrogates.difftune.split import part_of
 from storage import Store
 from storage.difftune import (
     block_measurements,
@@ -281,10 +282,12 @@ class Evaluation:
 
 
 def evaluate(store: Store, *, truth: str = "mca", arch: str | None = None, limit: int | None = None,
-             table: str | None = None, measured: str | None = None) -> Evaluation:
+             table: str | None = None, measured: str | None = None, held_out: bool = False) -> Evaluation:
     """Score the simulator (llvm-mca-19's default table for ``arch``, a named table, the simple table) and, with
     measured truth, llvm-mca-19 itself, against ``truth``: llvm-mca-19's cycles for ``arch`` on the anchor
-    blocks, or measured cycles (:func:`measured_source`: this CPU's stored blocks or a ``measured`` CSV)."""
+    blocks, or measured cycles (:func:`measured_source`: this CPU's stored blocks or a ``measured`` CSV).
+    ``held_out`` keeps only the blocks of the test part (:mod:`engine.surrogates.difftune.split`), which no
+    learning run trains or validates on."""
     if truth not in TRUTHS:
         raise UserError(f"truth {truth!r}: expected one of {', '.join(TRUTHS)}")
     if measured is not None and truth != "measured":
@@ -298,7 +301,8 @@ def evaluate(store: Store, *, truth: str = "mca", arch: str | None = None, limit
         sample = bhive.anchor()
         column = f"{arch}_mca19"
         truths = dict(zip(sample["hex"], sample[column])) if column in sample.columns else dict.fromkeys(sample["hex"])
-    hexes = list(truths)[:limit] if limit else list(truths)
+    hexes = [h for h in truths if not held_out or part_of(h) == "test"]
+    hexes = hexes[:limit] if limit else hexes
     blocks = [b for b in decoded_blocks(store, hexes).values() if isinstance(b, Block)]
     if any(truths[b.hex] is None for b in blocks):  # an arch the anchor file lacks: ask llvm-mca-19 now
         truths.update(zip((b.hex for b in blocks), total_cycles(blocks, arch)))
@@ -318,7 +322,7 @@ def evaluate(store: Store, *, truth: str = "mca", arch: str | None = None, limit
                              for name, values in cycles.items()], ignore_index=True)
     overall = accuracy_table(predictions, "predictor")
     by_category = accuracy_table(predictions, ["predictor", "category"])
-    summary = {"blocks": len(blocks), "decoded_of": len(hexes), "accuracy": overall.to_dict("records"),
+    summary = {"blocks": len(blocks), "decoded_of": len(hexes), "held_out": held_out, "accuracy": overall.to_dict("records"),
                "by_category": by_category.to_dict("records")}
     evaluation_id = save_evaluation(store, arch=arch, truth=truth, cpu_id=cpu_id, summary=summary,
                                     predictions=predictions.drop(columns="category"))

@@ -48,6 +48,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     evaluate.add_argument("--table", help="also score this table (stored name or file)")
     evaluate.add_argument("--measured", help="measured truth: a tunelab blocks export CSV, e.g. data/difftune/"
                                              "amd-25-1-1.csv.gz (default: this CPU's stored blocks)")
+    evaluate.add_argument("--held-out", action="store_true",
+                          help="only the test part of the blocks, which no learning run trains on (a hash of each block)")
     add_json(evaluate)
     evaluate.set_defaults(func=_evaluate)
     register_dataset(actions)
@@ -109,13 +111,14 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     with open_store(args) as store:
         result = evaluate(store, truth=args.truth, arch=args.arch, limit=args.limit, table=args.table,
-                          measured=args.measured)
+                          measured=args.measured, held_out=args.held_out)
     shown = result.accuracy.assign(mape=result.accuracy["mape"].map("{:.2%}".format),
                                    median_ape=result.accuracy["median_ape"].map("{:.2%}".format),
                                    within_5pct=result.accuracy["within_5pct"].map("{:.1%}".format),
                                    kendall_tau=result.accuracy["kendall_tau"].map("{:.3f}".format))
     truth = f"llvm-mca-19 -mcpu={result.arch}" if result.truth == "mca" else f"measured on {result.cpu_id}"
+    blocks = f"{result.predictions['hex'].nunique():,} {'held-out ' if args.held_out else ''}blocks"
     emit({"evaluation": result.id, "arch": result.arch, "truth": result.truth, "cpu_id": result.cpu_id,
           "accuracy": result.accuracy, "by_category": result.by_category}, args.json,
-         f"evaluation {result.id}: truth = {truth}, simulator -mcpu={result.arch}\n{shown.to_string(index=False)}")
+         f"evaluation {result.id}: {blocks}, truth = {truth}, simulator -mcpu={result.arch}\n{shown.to_string(index=False)}")
     return 0
