@@ -4,6 +4,9 @@ does with memory."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+from dataclasses import dataclass
+
 from engine.surrogates.difftune.decode import ADDRESS, Block
 
 #: The harness's register values (harness.c): every general-purpose register holds the data page's address, rsp
@@ -35,18 +38,60 @@ def harness_addresses(block: Block) -> list[int | None]:
     return out
 
 
-def harness_shared_addresses(block: Block, addresses: list[int | None] | None = None) -> set[int]:
-    """The addresses both a store and a load of the block touch in the measuring harness (:func:`harness_addresses`,
-    or ``addresses`` already computed): the core forwards the stored value to the load, a dependency through memory
-    that llvm-mca (and our simulator, unless its table sets ``memory_forwarding``) does not model."""
-    at = harness_addresses(block) if addresses is None else addresses
-    loads = {a for a, ins in zip(at, block.instructions) if a is not None and ins.may_load}
-    return loads & {a for a, ins in zip(at, block.instructions) if a is not None and ins.may_store}
+@dataclass(frozen=True)
+class Forwarding:
+    """Which loads of a block read what a store of the block wrote, in the measuring harness: ``loads`` and ``stores``
+    map an instruction's index to the address they meet at (an instruction that loads and stores can be in both)."""
+
+    loads: dict[int, Hashable]
+    stores: dict[int, Hashable]
+
+
+def harness_forwarding(block: Block) -> Forwarding:
+    """The stores whose value a later load of the block reads back (the core forwards it: a dependency through
+    memory that llvm-mca, and our simulator unless its table sets ``memory_forwarding``, does not model).
+
+    An address whose registers the block never writes is the same in every iteration (:func:`harness_addresses`):
+    a load of it reads the latest store to it, in this iteration or the last.
+    An address whose registers the block writes (a pointer stepped by the loop) differs from one iteration to the
+    next: a load reads a store only when both come in this iteration, the store first, with the same expression
+    and no write to its registers in between."""
+    at = harness_addresses(block)
+    written = {d.reg for ins in block.instructions for d in ins.defs}
+    writes_so_far: dict[str, int] = {}
+    keys: list[Hashable | None] = []
+    for ins, address in zip(block.instructions, at, strict=True):
+        moving = set(ins.address_regs) & written
+        found = ADDRESS.search(ins.asm) if address is not None and moving else None
+        if address is None or (moving and found is None):
+            keys.append(None)
+        elif moving and found is not None:  # the expression, and which write of each of its registers it sees
+            keys.append((found.group(0), tuple(sorted((r, writes_so_far.get(r, 0)) for r in moving))))
+        else:
+            keys.append(address)
+        for d in ins.defs:
+            writes_so_far[d.reg] = writes_so_far.get(d.reg, 0) + 1
+    stores = {i: key for i, (key, ins) in enumerate(zip(keys, block.instructions)) if key is not None and ins.may_store}
+    loads: dict[int, Hashable] = {}
+    for i, (key, ins) in enumerate(zip(keys, block.instructions)):
+        if key is None or not ins.may_load:
+            continue
+        stable = isinstance(key, int)
+        if any(k == key and (stable or j < i) for j, k in stores.items()):
+            loads[i] = key
+    fed = set(loads.values())
+    return Forwarding(loads, {i: key for i, key in stores.items() if key in fed})
+
+
+def stack_slot(asm: str) -> bool:
+    """Whether an instruction's memory operand is a stack slot: ``rsp`` or ``rbp`` plus a displacement, no index."""
+    found = ADDRESS.search(asm)
+    return found is not None and found.group("base") in _PAGE_MIDDLE and not found.group("index")
 
 
 def harness_aliasing(block: Block) -> bool:
-    """Whether a store and a load of the block meet at one address in the harness (:func:`harness_shared_addresses`)."""
-    return bool(harness_shared_addresses(block))
+    """Whether a load of the block reads back what a store of it wrote in the harness (:func:`harness_forwarding`)."""
+    return bool(harness_forwarding(block).loads)
 
 
 def _register_value(register: str | None) -> int:

@@ -48,7 +48,8 @@ N_SLOTS = 7
 REGISTER_FILE_KINDS = ("gpr", "vec")
 #: Kinds of load/store queue a table may bound (see ``ParamTable.queues``).
 QUEUE_KINDS = ("load", "store")
-_GLOBALS = ("dispatch_width", "rob_size", "retire_width", "scheduler_size", "memory_forwarding")
+_GLOBALS = ("dispatch_width", "rob_size", "retire_width", "scheduler_size", "memory_forwarding", "forwarding_advance",
+            "stack_forwarding_advance")
 #: Inclusive bounds of each integer field ("units": a unit's count of identical pipes). Generous for real
 #: CPUs: llvm-mca-19's x86 models reach 140 µops (Sapphire Rapids' ``xsave``), latencies of 126 and resource
 #: cycles near 300 (microcoded instructions), dispatch widths of 6, ROBs of 512 and units of 4 pipes. And
@@ -58,7 +59,7 @@ _GLOBALS = ("dispatch_width", "rob_size", "retire_width", "scheduler_size", "mem
 #: width and scheduler size 0 mean unbounded.
 BOUNDS: dict[str, tuple[int, int]] = {
     "dispatch_width": (1, 64), "rob_size": (1, 4096), "retire_width": (0, 64), "scheduler_size": (0, 4096),
-    "memory_forwarding": (0, 1),
+    "memory_forwarding": (0, 1), "forwarding_advance": (-100, 10_000), "stack_forwarding_advance": (-100, 10_000),
     "units": (1, 16), "uops": (0, 500), "latency": (0, 10_000), "read_advance": (0, 10_000),
     "port_cycles": (0, 10_000), "register_files": (1, 4096), "buffers": (1, 4096), "queues": (1, 4096),
 }
@@ -133,8 +134,16 @@ class ParamTable:
     scheduler_size: int = 0
     #: 1: a load waits for the older store to its address, addresses taken as the measuring harness makes them (every
     #: register at one data page): the store-to-load forwarding the core does there, which llvm-mca (0, its
-    #: ``-noalias`` default) ignores. Not learnt: a property of the truth, measured blocks' or llvm-mca's.
+    #: ``-noalias`` default) ignores; llvm-mca's ordering of stores behind older loads and stores goes with it.
+    #: Not learnt: a property of the truth, measured blocks' or llvm-mca's.
     memory_forwarding: int = 0
+    #: With ``memory_forwarding``: cycles by which a load fed by a store delivers sooner than its row's latency
+    #: (negative: later; a forward can take longer than a cache hit). Learnt: greedy search visits it when the start
+    #: table forwards.
+    forwarding_advance: int = 0
+    #: The same for a load of a stack slot (``rsp`` or ``rbp`` plus a displacement): Zen's memory renaming hands
+    #: such a value over at rename, about a cycle, where other forwards take longer.
+    stack_forwarding_advance: int = 0
     #: Zero-idiom and dependency-breaking keys this model does *not* recognise: they wait for their inputs
     #: (llvm 19's Sapphire Rapids model knows none; znver3 still executes a legacy-SSE ``pxor``).
     dependent_idioms: tuple[str, ...] = ()

@@ -9,7 +9,10 @@ unified scheduler's size. A read waits max(0, latency − ReadAdvance[slot]) cyc
 producers issue. Zero idioms and dependency breakers ignore their explicit inputs; zero-latency
 instructions without resources issue at dispatch. Loads never wait for stores (``-noalias``);
 stores wait until the previous store and the previous load group have issued (llvm-mca's LSU
-memory groups). Groups pick a unit the way llvm-mca's ResourceManager does (round-robin masks,
+memory groups), unless the table sets ``memory_forwarding``: then a load waits only for the older store
+to its address in the harness, and nothing else orders memory (a store waiting for every older load
+chained each iteration to the last one through the forwarded load, a dependency the measured cores do
+not have). Groups pick a unit the way llvm-mca's ResourceManager does (round-robin masks,
 most constrained group first). Total cycles = last retire cycle + 1, llvm-mca's ``Total Cycles``.
 
 Models with register files (Zen, ``ParamTable.register_files``): each register write takes a physical
@@ -36,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError, brief
-from engine.surrogates.difftune.categories import harness_addresses, harness_shared_addresses
+from engine.surrogates.difftune.categories import harness_forwarding, stack_slot
 from engine.surrogates.difftune.decode import FLAGS, Block, Instruction
 from engine.surrogates.difftune.params import OpParams, ParamTable
 
@@ -62,7 +65,7 @@ class Prepared:
 
     uops: np.ndarray
     lat: np.ndarray
-    flags: np.ndarray  # [n, 3]: may_load, may_store, uses resources
+    flags: np.ndarray  # [n, 4]: may_load, may_store, uses resources, joins the LSU's memory groups
     res: np.ndarray  # [n, R, 4]: kind (0 unit, 1 group, -1 none), index, cycles, units needed
     res_key: np.ndarray  # [n, R]: llvm-mca's ordering of an instruction's resources (mask order)
     use_keys: np.ndarray  # [n, K, 5] register-mapping keys read, -1 padded
@@ -119,7 +122,7 @@ def prepare(block: Block, table: ParamTable) -> Prepared:
     use_keys = np.full((n, width_u, 5), -1, dtype=np.int64)
     use_adv = np.zeros((n, width_u), dtype=np.int64)
     def_keys = np.full((n, width_d, 5), -1, dtype=np.int64)
-    flags = np.zeros((n, 3), dtype=np.int64)
+    flags = np.zeros((n, 4), dtype=np.int64)
     move_keys = np.full((n, 5, 2), -1, dtype=np.int64)
     in_buffer = np.zeros((n, max(len(table.buffers), 1)), dtype=np.int64)
     buffers = [set(m) for _, _, m in table.buffers]
@@ -129,6 +132,7 @@ def prepare(block: Block, table: ParamTable) -> Prepared:
     eliminated = set(table.eliminated_moves)
     renames_gprs = any(kind == "gpr" for kind, _ in table.register_files)
     partial_uses = []
+    latency = np.array([r.latency for r in rows], dtype=np.int64)
     for i, (ins, row) in enumerate(zip(block.instructions, rows, strict=True)):
         entries = []
         for name, cycles in row.port_cycles:
@@ -148,7 +152,8 @@ def prepare(block: Block, table: ParamTable) -> Prepared:
                 need = min(need, len(mem))
             res[i, r] = (kind, index, cycles, need)
             res_key[i, r] = mask
-        flags[i] = (ins.may_load, ins.may_store, bool(entries))
+        # with the harness's own dependencies through memory, llvm-mca's conservative ordering goes
+        flags[i] = (ins.may_load, ins.may_store, bool(entries), (ins.may_load or ins.may_store) and not table.memory_forwarding)
         for b, buffer in enumerate(buffers):  # llvm-mca: a buffer every resource inside it brings along
             in_buffer[i, b] = any(e[5] <= buffer for e in entries)
         independent = (ins.zero_idiom or ins.dep_breaking) and ins.key not in dependent
@@ -179,16 +184,16 @@ def prepare(block: Block, table: ParamTable) -> Prepared:
                     prf_cost[i, 0] += 1
                 elif d.part in "xyz" or d.reg.startswith("MM"):
                     prf_cost[i, 1] += 1
-    if table.memory_forwarding:  # a store writes its address like a register; a load of that address reads it
-        addresses = harness_addresses(block)
-        shared = harness_shared_addresses(block, addresses)
-        if shared:
+    if table.memory_forwarding:  # a store writes its address like a register; a load it feeds reads it
+        forwarding = harness_forwarding(block)
+        if forwarding.loads:
             stored = np.full((n, 1, 5), -1, dtype=np.int64)
-            for i, (ins, address) in enumerate(zip(block.instructions, addresses, strict=True)):
-                if address in shared and ins.may_load:
-                    partial_uses.append((i, _keys(f"memory@{address}", "-", ids), 0))
-                if address in shared and ins.may_store:
-                    stored[i, 0, 0] = _keys(f"memory@{address}", "-", ids)[0]
+            for i, address in forwarding.loads.items():
+                partial_uses.append((i, _keys(f"memory@{address}", "-", ids), 0))
+                advance = table.stack_forwarding_advance if stack_slot(block.instructions[i].asm) else table.forwarding_advance
+                latency[i] = max(0, latency[i] - advance)
+            for i, address in forwarding.stores.items():
+                stored[i, 0, 0] = _keys(f"memory@{address}", "-", ids)[0]
             def_keys = np.concatenate([def_keys, stored], axis=1)
     if partial_uses:  # more read slots: the false dependencies and the forwarded stores
         slots = np.zeros(n, dtype=np.int64)
@@ -203,7 +208,7 @@ def prepare(block: Block, table: ParamTable) -> Prepared:
             slots[i] += 1
         use_keys = np.concatenate([use_keys, extra], axis=1)
         use_adv = np.concatenate([use_adv, extra_adv], axis=1)
-    return Prepared(np.array([r.uops for r in rows], dtype=np.int64), np.array([r.latency for r in rows], dtype=np.int64),
+    return Prepared(np.array([r.uops for r in rows], dtype=np.int64), latency,
                     flags, res, res_key, use_keys, use_adv, def_keys, move_keys, prf_cost, in_buffer)
 
 
@@ -649,7 +654,7 @@ def _core(uops: np.ndarray, lat: np.ndarray, flags: np.ndarray, res: np.ndarray,
                 src = move_keys[i, q, 0]
                 if src >= 0:
                     alias[move_keys[i, q, 1]] = alias[src] if alias[src] >= 0 else src
-            if flags[i, 0] or flags[i, 1]:
+            if flags[i, 3]:
                 if flags[i, 1]:
                     n_grp += 1
                     g = n_grp
