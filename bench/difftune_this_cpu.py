@@ -2,14 +2,15 @@
 measured blocks (llvm-mca-19 itself, the simulator with llvm-mca's defaults, the simple table, greedy search on the
 real simulator from each start), in one run with the same split and the same simulator-call budget.
 
-The truth is each block's robust value over its passes (engine/surrogates/difftune/noise.py), the split a seeded
-permutation of the blocks (train / validation / test), and the test set's noise ceiling is printed beside the
-figures: the MAPE one half of the passes makes against the other. Each predictor's MAPE is also split between the
-blocks whose store and load meet at one address in the harness (a dependency through memory that llvm-mca and the
-simulator do not model) and the rest.
+The truth is each block's robust value over its passes (engine/surrogates/difftune/noise.py), the split the one
+``tunelab difftune evaluate --held-out`` uses (a hash of each block's bytes, engine/surrogates/difftune/split.py),
+and the test set's noise ceiling is printed beside the figures: the MAPE one half of the passes makes against the
+other. Each predictor's MAPE is also split between the blocks whose store and load meet at one address in the
+harness (a dependency through memory that llvm-mca and the simulator do not model) and the rest.
 
 Usage: python bench/difftune_this_cpu.py --measured data/difftune/amd-25-1-1.csv.gz [--arch znver3]
-           [--limit N] [--budget CALLS] [--seed 0] [--subsample 2000] [--memory-forwarding] [--save-tables DIR]
+           [--limit N] [--budget CALLS] [--seed 0] [--subsample 2000] [--sample 200 ...] [--memory-forwarding]
+           [--save-tables DIR]
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from engine.surrogates.difftune.metrics import accuracy
 from engine.surrogates.difftune.noise import half_truths, pass_suffixes, robust_truth
 from engine.surrogates.difftune.params import ParamTable, simple_table
 from engine.surrogates.difftune.simulate import simulated
+from engine.surrogates.difftune.split import part_indices
 from workflows.difftune import read_measured
 
 ARCH_OF = {"intel-6-167-1": "sapphirerapids", "amd-25-1-1": "znver3"}
@@ -56,6 +58,8 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=0, help="simulator calls (default: 20 evaluations of the training blocks)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--subsample", type=int, default=2000, help="also greedy from simple on this many training blocks (0: not)")
+    parser.add_argument("--sample", type=int, nargs="*", default=[],
+                        help="also greedy from simple on every training block, each decision on at most this many")
     parser.add_argument("--save-tables", help="folder for the searched tables (JSON)")
     parser.add_argument("--memory-forwarding", action="store_true",
                         help="the simulator's tables make loads wait for the older store to their address")
@@ -75,9 +79,9 @@ def main() -> None:
     defaults = default_table(blocks, arch, args.cache)
     usable = [i for i, b in enumerate(blocks) if all(x.key in defaults.rows for x in b.instructions)]
     blocks, values = [blocks[i] for i in usable], values[usable]
-    order = np.random.default_rng(args.seed).permutation(len(blocks))
-    n_train, n_val = int(0.7 * len(blocks)), int(0.1 * len(blocks))
-    train, test = order[:n_train], order[n_train + n_val:]
+    parts = part_indices([b.hex for b in blocks])
+    train, test = parts["train"], parts["test"]
+    train = train[np.random.default_rng(args.seed).permutation(len(train))]  # the subsample: the first ones
     identity = cpu_identity()
     print(f"run on {identity.model_name} ({identity.short_id}); truth {cpu_id} (-mcpu={arch}), {len(blocks):,} blocks "
           f"decoded with a default row ({time.perf_counter() - t0:.0f} s): {len(train):,} train, {len(test):,} test")
@@ -89,13 +93,17 @@ def main() -> None:
     if args.memory_forwarding:  # loads wait for the older store to their address, as in the harness
         defaults, simple = replace(defaults, memory_forwarding=1), replace(simple, memory_forwarding=1)
     tables: dict[str, ParamTable] = {"defaults (simulator)": defaults, "simple table": simple}
-    runs = [("defaults (simulator)", train), ("simple table", train)]
+    runs: list[tuple[str, np.ndarray, int | None]] = [("defaults (simulator)", train, None), ("simple table", train, None)]
     if args.subsample:  # the same budget on fewer blocks: more parameters visited, more of them on few blocks
-        runs.append(("simple table", train[:args.subsample]))
-    for name, blocks_used in runs:
+        runs.append(("simple table", train[:args.subsample], None))
+    for sample in args.sample:  # every block, each decision on a fresh draw of at most ``sample`` holders
+        runs.append(("simple table", train, sample))
+    for name, blocks_used, sample in runs:
         t = time.perf_counter()
-        found = greedy_search(pick(blocks_used), values[blocks_used], tables[name], budget, seed=args.seed)
-        label = f"greedy from {name.split(' ')[0]}" + (f" on {len(blocks_used):,}" if len(blocks_used) < len(train) else "")
+        found = greedy_search(pick(blocks_used), values[blocks_used], tables[name], budget, seed=args.seed,
+                              sample=sample)
+        label = (f"greedy from {name.split(' ')[0]}" + (f" on {len(blocks_used):,}" if len(blocks_used) < len(train) else "")
+                 + (f" drawing {sample}" if sample else ""))
         tables[label] = found.table
         print(f"  {label}: {found.calls:,} of {budget:,} calls, training MAPE {found.history['mape'].iloc[-1]:.2%} "
               f"({time.perf_counter() - t:.0f} s)")

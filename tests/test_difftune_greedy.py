@@ -92,6 +92,30 @@ def test_calls_are_counted_exactly_and_only_holders_are_resimulated(
     assert short.calls == len(blocks) * (1 + len(widths)) == sum(map(len, seen))
 
 
+def test_a_sampled_search_decides_on_draws_counts_every_call_and_refreshes_stale_errors(
+        blocks: list[Block], truth_table: ParamTable, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sample``: no re-simulation holds more blocks than the draw (bar the start's), the calls are exact, the
+    table still improves, and a draw as large as every holder is the unsampled search."""
+    truth = simulate(blocks, truth_table)
+    start = sample_table(truth_table.rows, MODEL, seed=3)
+    seen: list[int] = []
+
+    def counting(some: list[Block], table: ParamTable) -> np.ndarray:
+        seen.append(len(some))
+        return simulate(some, table)
+
+    monkeypatch.setattr(greedy, "simulate", counting)
+    found = greedy.greedy_search(blocks, truth, start, budget=3_000, sample=5)
+    assert seen[0] == len(blocks) and max(seen[1:]) <= 5 and sum(seen) == found.calls <= 3_000
+    assert _mape(blocks, found.table, truth) < _mape(blocks, start, truth)
+    monkeypatch.undo()
+    whole = greedy.greedy_search(blocks, truth, start, budget=3_000)
+    assert greedy.greedy_search(blocks, truth, start, budget=3_000, sample=len(blocks)).table == whole.table
+    for sample in (0, -1, 2.5, True):
+        with pytest.raises(UserError, match=r"^sample: "):
+            greedy.greedy_search(blocks, truth, start, budget=3_000, sample=sample)  # type: ignore[arg-type]
+
+
 def test_candidates_and_order() -> None:
     assert greedy.candidates(Parameter("latency", "K"), 3) == [2, 4, 1, 5, 0, 6]
     assert greedy.candidates(Parameter("uops", "K"), 1) == [2, 3, 4, 5]
@@ -103,6 +127,8 @@ def test_candidates_and_order() -> None:
         assert order[:5] == ("dispatch_width", "rob_size", "latency:A", "uops:A", "port:A:P0")
         assert {order[i].split(":")[1] for i in (5, 8, 11)} == {"B", "C", "D"}
     assert len(orders) > 1  # the seed reorders keys found in equally many blocks
+    forwarding = greedy.visiting_order(holders, replace(start, memory_forwarding=1), 0)
+    assert [p.name for p in forwarding[:4]] == ["dispatch_width", "rob_size", "forwarding_advance", "stack_forwarding_advance"]
 
 
 def test_bad_input_is_one_line_naming_the_field(blocks: list[Block], truth_table: ParamTable) -> None:

@@ -41,9 +41,12 @@ GRID: dict[str, tuple[int, ...]] = {
     "latency": tuple(range(sampling.LATENCY[0], sampling.LATENCY[1] + 1)),
     "uops": tuple(range(max(sampling.UOPS[0], 1), sampling.UOPS[1] + 1)),
     "port": tuple(range(sampling.PORT_CYCLES[0], sampling.PORT_CYCLES[1] + 1)),
+    "forwarding_advance": tuple(range(-sampling.LATENCY[1], sampling.LATENCY[1] + 1)),
+    "stack_forwarding_advance": tuple(range(-sampling.LATENCY[1], sampling.LATENCY[1] + 1)),
 }
 #: Smallest value a field may take in a table the simulator runs.
-FLOOR = {"dispatch_width": 1, "rob_size": 1, "latency": 0, "uops": 1, "port": 0}
+FLOOR = {"dispatch_width": 1, "rob_size": 1, "latency": 0, "uops": 1, "port": 0, "forwarding_advance": -20,
+         "stack_forwarding_advance": -20}
 #: Largest: the parameter table's own bounds (a search past them would make a table the simulator refuses).
 CEILING = {field: BOUNDS["port_cycles" if field == "port" else field][1] for field in FLOOR}
 #: Largest grid :func:`calibration_table` evaluates (each point simulates every block).
@@ -102,16 +105,16 @@ def value(table: ParamTable, p: Parameter) -> int:
 
 def with_values(table: ParamTable, values: Mapping[Parameter, int]) -> ParamTable:
     """A copy of ``table`` with the parameters set (a value below its field's floor is a UserError)."""
-    globals_ = {"dispatch_width": table.dispatch_width, "rob_size": table.rob_size}
     rows = dict(table.rows)
+    changed = table
     for p, v in values.items():
         if int(v) < FLOOR[p.field]:
             raise UserError(f"{p.name}: must be ≥ {FLOOR[p.field]}, got {brief(v)}")
         if p.key:
             rows[p.key] = _row_with(rows[p.key], p, int(v))
-        else:
-            globals_[p.field] = int(v)
-    return replace(table, rows=rows, dispatch_width=globals_["dispatch_width"], rob_size=globals_["rob_size"])
+        else:  # a global: one integer field of the table
+            changed = replace(changed, **{p.field: int(v)})  # type: ignore[arg-type]
+    return replace(changed, rows=rows)
 
 
 def _row_with(row: OpParams, p: Parameter, v: int) -> OpParams:
