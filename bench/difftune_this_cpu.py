@@ -104,7 +104,9 @@ def main() -> None:
                               sample=sample)
         label = (f"greedy from {name.split(' ')[0]}" + (f" on {len(blocks_used):,}" if len(blocks_used) < len(train) else "")
                  + (f" drawing {sample}" if sample else ""))
-        tables[label] = found.table
+        tables[label] = replace(found.table, provenance={
+            "source": f"bench/difftune_this_cpu.py: {label}", "truth": f"{cpu_id} (robust truth, train part of split.py)",
+            "budget": f"{budget} simulator calls", "seed": str(args.seed)})
         print(f"  {label}: {found.calls:,} of {budget:,} calls, training MAPE {found.history['mape'].iloc[-1]:.2%} "
               f"({time.perf_counter() - t:.0f} s)")
     predictions = {name: simulated(test_blocks, table) for name, table in tables.items()}
