@@ -127,7 +127,7 @@ def test_candidates_and_order() -> None:
         assert order[:5] == ("dispatch_width", "rob_size", "latency:A", "uops:A", "port:A:P0")
         assert {order[i].split(":")[1] for i in (5, 8, 11)} == {"B", "C", "D"}
     assert len(orders) > 1  # the seed reorders keys found in equally many blocks
-    forwarding = greedy.visiting_order(holders, replace(start, memory_forwarding=1), 0)
+    forwarding = greedy.visiting_order(holders, replace(start, memory_forwarding=1), 0)  # visited on fed blocks only
     assert [p.name for p in forwarding[:4]] == ["dispatch_width", "rob_size", "forwarding_advance", "stack_forwarding_advance"]
 
 

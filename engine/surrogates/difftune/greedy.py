@@ -102,6 +102,8 @@ class _Greedy:
     def improve(self, p: Parameter) -> bool:
         """Try ``p``'s candidates (while the budget lasts); keep the best if it lowers the MAPE."""
         holders = self.holders[p.key] if p.key else self.fed if p.field in FORWARDING else self.every
+        if not len(holders):  # an advance no block feels
+            return False
         affected = self.draw(holders)
         if affected is None:
             self.done = True
