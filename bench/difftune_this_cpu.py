@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--subsample", type=int, default=2000, help="also greedy from simple on this many training blocks (0: not)")
     parser.add_argument("--sample", type=int, nargs="*", default=[],
-                        help="also greedy from simple on every training block, each decision on at most this many")
+                        help="also greedy from each start on every training block, each decision on at most this many")
     parser.add_argument("--save-tables", help="folder for the searched tables (JSON)")
     parser.add_argument("--memory-forwarding", action="store_true",
                         help="the simulator's tables make loads wait for the older store to their address")
@@ -97,7 +97,7 @@ def main() -> None:
     if args.subsample:  # the same budget on fewer blocks: more parameters visited, more of them on few blocks
         runs.append(("simple table", train[:args.subsample], None))
     for sample in args.sample:  # every block, each decision on a fresh draw of at most ``sample`` holders
-        runs.append(("simple table", train, sample))
+        runs += [("simple table", train, sample), ("defaults (simulator)", train, sample)]
     for name, blocks_used, sample in runs:
         t = time.perf_counter()
         found = greedy_search(pick(blocks_used), values[blocks_used], tables[name], budget, seed=args.seed,

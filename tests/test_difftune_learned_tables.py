@@ -36,7 +36,9 @@ def test_evaluate_held_out_reproduces_the_quoted_figures(cpu: str, db_path) -> N
     out = cli("difftune", "evaluate", "--truth", "measured", "--measured", str(DATA / f"{cpu}.csv.gz"),
               "--arch", figures["arch"], "--table", str(table), "--held-out", "--json", db=db_path)
     assert out.returncode == 0, out.stderr
-    scores = {row["predictor"]: row for row in json.loads(out.stdout)["accuracy"]}
+    result = json.loads(out.stdout)
+    assert result["held_out"] is True
+    scores = {row["predictor"]: row for row in result["accuracy"]}
     learned = scores[f"tunelab ({table})"]
     assert learned["n"] == int(figures["blocks"].replace(",", ""))
     assert f"{learned['mape']:.2%}" == f"{figures['mape']}%" and f"{learned['kendall_tau']:.3f}" == figures["tau"]

@@ -184,3 +184,22 @@ def test_with_memory_forwarding_a_store_no_longer_waits_for_older_loads() -> Non
     load = on.rows[block.instructions[1].key]
     assert simulate([block], on)[0] < 100 * load.latency
     assert simulate_reference(block, on) == simulate([block], on)[0]
+
+
+def test_a_fed_load_chains_to_its_store_s_data_not_to_the_store_s_latency() -> None:
+    """``movq 8(%rsp), %rax; addq $1, %rax; movq %rax, 8(%rsp)``: a chain through a stack slot from iteration to
+    iteration, load, add, store. The value leaves with the store's data, so the store row's latency is no part of
+    it; the load's latency less the stack advance and the add's are."""
+    from dataclasses import replace
+
+    block = decode_block("488b4424084883c0014889442408")
+    table = replace(default_table([block], "znver3"), memory_forwarding=1)
+    load, add, store = (i.key for i in block.instructions)
+    slow_store = table.with_rows({**table.rows, store: replace(table.rows[store], latency=30)})
+    slower = 30 - table.rows[store].latency  # the last iteration's store retires that much later, once
+    assert simulate([block], slow_store)[0] == pytest.approx(simulate([block], table)[0] + slower, abs=2)
+    chain = table.rows[load].latency + table.rows[add].latency
+    assert simulate([block], table)[0] == pytest.approx(100 * chain, rel=0.05)
+    renamed = replace(table, stack_forwarding_advance=table.rows[load].latency)
+    assert simulate([block], renamed)[0] == pytest.approx(100 * table.rows[add].latency, rel=0.1)
+    assert simulate_reference(block, renamed) == simulate([block], renamed)[0]

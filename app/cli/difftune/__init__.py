@@ -118,7 +118,7 @@ def _evaluate(args: argparse.Namespace) -> int:
                                    kendall_tau=result.accuracy["kendall_tau"].map("{:.3f}".format))
     truth = f"llvm-mca-19 -mcpu={result.arch}" if result.truth == "mca" else f"measured on {result.cpu_id}"
     blocks = f"{result.predictions['hex'].nunique():,} {'held-out ' if args.held_out else ''}blocks"
-    emit({"evaluation": result.id, "arch": result.arch, "truth": result.truth, "cpu_id": result.cpu_id,
+    emit({"evaluation": result.id, "arch": result.arch, "truth": result.truth, "cpu_id": result.cpu_id, "held_out": args.held_out,
           "accuracy": result.accuracy, "by_category": result.by_category}, args.json,
          f"evaluation {result.id}: {blocks}, truth = {truth}, simulator -mcpu={result.arch}\n{shown.to_string(index=False)}")
     return 0

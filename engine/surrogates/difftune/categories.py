@@ -46,6 +46,14 @@ class Forwarding:
     loads: dict[int, Hashable]
     stores: dict[int, Hashable]
 
+    def source(self, load: int) -> int:
+        """The store that feeds ``load``: the latest before it in the iteration, else the last of the block (the
+        previous iteration's; the load itself for a read-modify-write)."""
+        address = self.loads[load]
+        same = [j for j, k in self.stores.items() if k == address]
+        before = [j for j in same if j < load]
+        return max(before) if before else max(same)
+
 
 def harness_forwarding(block: Block) -> Forwarding:
     """The stores whose value a later load of the block reads back (the core forwards it: a dependency through

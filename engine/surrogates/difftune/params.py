@@ -132,8 +132,8 @@ class ParamTable:
     rows: dict[str, OpParams] = field(default_factory=dict)
     retire_width: int = 0
     scheduler_size: int = 0
-    #: 1: a load waits for the older store to its address, addresses taken as the measuring harness makes them (every
-    #: register at one data page): the store-to-load forwarding the core does there, which llvm-mca (0, its
+    #: 1: a load waits for the data of the store that feeds it, addresses taken as the measuring harness makes them
+    #: (every register at one data page): the store-to-load forwarding the core does there, which llvm-mca (0, its
     #: ``-noalias`` default) ignores; llvm-mca's ordering of stores behind older loads and stores goes with it.
     #: Not learnt: a property of the truth, measured blocks' or llvm-mca's.
     memory_forwarding: int = 0

@@ -9,10 +9,11 @@ unified scheduler's size. A read waits max(0, latency − ReadAdvance[slot]) cyc
 producers issue. Zero idioms and dependency breakers ignore their explicit inputs; zero-latency
 instructions without resources issue at dispatch. Loads never wait for stores (``-noalias``);
 stores wait until the previous store and the previous load group have issued (llvm-mca's LSU
-memory groups), unless the table sets ``memory_forwarding``: then a load waits only for the older store
-to its address in the harness, and nothing else orders memory (a store waiting for every older load
-chained each iteration to the last one through the forwarded load, a dependency the measured cores do
-not have). Groups pick a unit the way llvm-mca's ResourceManager does (round-robin masks,
+memory groups), unless the table sets ``memory_forwarding``: then a load waits only for the store that
+feeds it in the harness (for the store's data, not its latency), delivers after its own latency less
+``forwarding_advance`` (``stack_forwarding_advance`` for a stack slot), and nothing else orders memory
+(a store waiting for every older load chained each iteration to the last one through the fed load, a
+dependency the measured cores do not have). Groups pick a unit the way llvm-mca's ResourceManager does (round-robin masks,
 most constrained group first). Total cycles = last retire cycle + 1, llvm-mca's ``Total Cycles``.
 
 Models with register files (Zen, ``ParamTable.register_files``): each register write takes a physical
@@ -188,10 +189,14 @@ def prepare(block: Block, table: ParamTable) -> Prepared:
         forwarding = harness_forwarding(block)
         if forwarding.loads:
             stored = np.full((n, 1, 5), -1, dtype=np.int64)
-            for i, address in forwarding.loads.items():
-                partial_uses.append((i, _keys(f"memory@{address}", "-", ids), 0))
+            for i in forwarding.loads:
                 advance = table.stack_forwarding_advance if stack_slot(block.instructions[i].asm) else table.forwarding_advance
                 latency[i] = max(0, latency[i] - advance)
+            for i, address in forwarding.loads.items():
+                # the value leaves with the store's data: another instruction's store latency is no part of the
+                # chain (its ReadAdvance cancels it), a read-modify-write's own latency is
+                source = forwarding.source(i)
+                partial_uses.append((i, _keys(f"memory@{address}", "-", ids), 0 if source == i else int(latency[source])))
             for i, address in forwarding.stores.items():
                 stored[i, 0, 0] = _keys(f"memory@{address}", "-", ids)[0]
             def_keys = np.concatenate([def_keys, stored], axis=1)
