@@ -164,3 +164,33 @@ def test_a_committed_measurements_file_is_a_truth_on_any_machine(db_path, tmp_pa
         refused = cli("difftune", "evaluate", *extra, *args, db=db_path)
         assert refused.returncode != 0 and message in refused.stderr and "Traceback" not in refused.stderr
         assert len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_a_table_learnt_from_measured_blocks_is_stored_and_scored_on_the_held_out_ones(db_path, tmp_path):
+    """``table learn``: greedy from the defaults with forwarding, on the training part of a measurements file,
+    within its budget; stored, it is scored by ``evaluate --held-out`` on blocks it never saw."""
+    pytest.importorskip("iced_x86")
+    from engine.io.paths import REPO_ROOT
+    from engine.surrogates.difftune.split import part_of
+    from workflows.difftune import read_measured
+
+    rows = read_measured(REPO_ROOT / "data" / "difftune" / "intel-6-167-1.csv.gz").head(150)
+    mine = tmp_path / "other-cpu-1.csv"
+    rows.to_csv(mine, index=False)
+    learnt = cli("difftune", "table", "learn", "--name", "mine", "--measured", str(mine), "--arch", "sapphirerapids",
+                 "--budget", "3000", "--json", db=db_path)
+    assert learnt.returncode == 0, learnt.stderr
+    done = json.loads(learnt.stdout)
+    train = sum(part_of(h) == "train" for h in rows["hex"])
+    assert done["cpu_id"] == "other-cpu-1" and 0 < done["blocks"] <= train and done["calls"] <= 3000
+    listed = json.loads(cli("difftune", "table", "list", "--json", db=db_path).stdout)
+    assert "mine" in {t["name"] for t in listed}
+    scored = cli("difftune", "evaluate", "--truth", "measured", "--measured", str(mine), "--arch", "sapphirerapids",
+                 "--table", "mine", "--held-out", "--json", db=db_path)
+    assert scored.returncode == 0, scored.stderr
+    result = json.loads(scored.stdout)
+    scores = {row["predictor"]: row for row in result["accuracy"]}
+    assert result["held_out"] and 0 < scores["tunelab (mine)"]["n"] <= sum(part_of(h) == "test" for h in rows["hex"])
+    refused = cli("difftune", "table", "learn", "--name", "again", "--measured", str(mine), "--arch", "sapphirerapids",
+                  "--sample", "0", db=db_path)
+    assert refused.returncode != 0 and "sample" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1

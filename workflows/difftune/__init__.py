@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from engine.errors import UserError, brief
@@ -25,6 +26,7 @@ from engine.surrogates.difftune import bhive
 from engine.surrogates.difftune.categories import category
 from engine.surrogates.difftune.decode import DECODER, Block, block_document, block_from_document, decode_blocks
 from engine.surrogates.difftune.defaults import default_table
+from engine.surrogates.difftune.greedy import greedy_search
 from engine.surrogates.difftune.llvm_mca import total_cycles
 from engine.surrogates.difftune.measure import Settings, cpu_identity, measure, nearest_mcpu
 from engine.surrogates.difftune.metrics import accuracy_table
@@ -252,6 +254,48 @@ def build_table(store: Store, arch: str, name: str | None = None, source: str = 
     table = default_table(blocks, arch, table_cache())
     save_param_table(store, name, arch, table.to_document(), {**table.provenance, "blocks": str(len(blocks))})
     return name, table
+
+
+@dataclass(frozen=True)
+class LearnedTable:
+    """A table learnt by :func:`learn_table`: its stored name, the blocks and calls it took, its training MAPE."""
+
+    name: str
+    table: ParamTable
+    cpu_id: str
+    blocks: int
+    calls: int
+    training_mape: float
+
+
+#: Each parameter decided on at most this many of its holders (data/difftune/README.md: best on both CPUs).
+LEARN_SAMPLE = 100
+
+
+def learn_table(store: Store, name: str, *, measured: str | None = None, arch: str | None = None,
+                budget: int | None = None, sample: int = LEARN_SAMPLE, seed: int = 0,
+                on_progress: Callable[[int, float], None] | None = None) -> LearnedTable:
+    """Learn a table for measured blocks (:func:`measured_source`) as the committed tables were: greedy search from
+    llvm-mca-19's default table for ``arch`` with memory forwarding on, on the training part of the blocks
+    (:mod:`engine.surrogates.difftune.split`; ``evaluate --held-out`` scores the rest), each parameter decided on
+    a fresh draw of at most ``sample`` blocks; ``budget`` simulator calls (default 20 per training block).
+    Stored under ``name``."""
+    name = check_table_name(name)
+    cpu_id, arch, truths = measured_source(store, measured, arch)
+    hexes = [h for h in truths if part_of(h) == "train"]
+    blocks = [b for b in decoded_blocks(store, hexes).values() if isinstance(b, Block)]
+    start = replace(default_table(blocks, arch, table_cache()), memory_forwarding=1)
+    blocks = [b for b in blocks if all(i.key in start.rows for i in b.instructions)]
+    if not blocks:
+        raise UserError(f"measured: no block of the training part decodes with a {arch} row")
+    calls = 20 * len(blocks) if budget is None else budget
+    found = greedy_search(blocks, np.array([truths[b.hex] for b in blocks], dtype=float), start, calls, seed=seed,
+                          sample=sample, on_progress=on_progress)
+    table = replace(found.table, provenance={"source": f"tunelab difftune table learn (greedy from {arch} defaults, "
+                                             f"drawing {sample})", "truth": f"{cpu_id} (train part of split.py)",
+                                             "budget": f"{calls} simulator calls", "seed": str(seed)})
+    save_param_table(store, name, arch, table.to_document(), {**table.provenance, "blocks": str(len(blocks))})
+    return LearnedTable(name, table, cpu_id, len(blocks), found.calls, float(found.history["mape"].iloc[-1]))
 
 
 def stored_table(store: Store, name: str) -> ParamTable:

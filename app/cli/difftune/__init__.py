@@ -35,6 +35,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     diff.add_argument("b")
     add_json(diff)
     diff.set_defaults(func=_diff)
+    learn = tables.add_parser("learn", help="learn a table for measured blocks (greedy from llvm-mca-19's defaults, "
+                              "memory forwarding on, on the training part; evaluate --held-out scores the rest)")
+    learn.add_argument("--name", required=True, help="stored name")
+    learn.add_argument("--measured", help="a tunelab blocks export CSV, e.g. data/difftune/amd-25-1-1.csv.gz "
+                       "(default: this CPU's stored blocks)")
+    learn.add_argument("--arch", help="-mcpu of the start table (default: this CPU's nearest)")
+    learn.add_argument("--budget", type=int, action=bounded(1, 10**9), help="simulator calls (default: 20 per training block)")
+    learn.add_argument("--sample", type=int, action=bounded(1, 10**6), default=100,
+                       help="each parameter decided on at most this many of the blocks holding it (default 100)")
+    learn.add_argument("--seed", type=int, action=bounded(0, 2**31 - 1), default=0)
+    add_json(learn)
+    learn.set_defaults(func=_learn)
     export = tables.add_parser("export", help="write a table as .json, .parquet or DiffTune's key-value .txt")
     export.add_argument("name", help="stored name (or a table file)")
     export.add_argument("--out", required=True, help="output file: .json, .parquet or .txt (DiffTune's key value lines)")
@@ -65,6 +77,31 @@ def _build(args: argparse.Namespace) -> int:
           "rob_size": table.rob_size, "resources": table.resources}, args.json,
          f"stored table '{name}': {len(table.rows):,} opcodes, dispatch width {table.dispatch_width}, ROB "
          f"{table.rob_size}, {len(table.units)} units and {len(table.groups)} groups")
+    return 0
+
+
+def _learn(args: argparse.Namespace) -> int:
+    import sys
+    import time
+
+    from workflows.difftune import learn_table
+
+    said = [time.monotonic()]
+
+    def progress(calls: int, mape: float) -> None:  # a line every 10 s: the search takes minutes
+        if time.monotonic() - said[0] >= 10:
+            said[0] = time.monotonic()
+            print(f"  {calls:,} simulator calls, training MAPE {mape:.2%}", file=sys.stderr, flush=True)
+
+    with open_store(args) as store:
+        done = learn_table(store, args.name, measured=args.measured, arch=args.arch, budget=args.budget,
+                           sample=args.sample, seed=args.seed, on_progress=progress)
+    source = "".join(f" --{flag} {value}" for flag, value in (("measured", args.measured), ("arch", args.arch)) if value)
+    emit({"name": done.name, "cpu_id": done.cpu_id, "blocks": done.blocks, "calls": done.calls,
+          "training_mape": done.training_mape}, args.json,
+         f"stored table '{done.name}': learnt on {done.blocks:,} training blocks of {done.cpu_id} in {done.calls:,} "
+         f"simulator calls, training MAPE {done.training_mape:.2%}; score it with tunelab difftune evaluate --truth "
+         f"measured{source} --table {done.name} --held-out")
     return 0
 
 
