@@ -18,12 +18,11 @@ from streamlit.delta_generator import DeltaGenerator
 from app.components import flash, guard, show_flash
 from app.escape import code_md, escape_md
 from engine.errors import UserError
-from engine.surrogates.costmodel.evaluate import MODELS
+from engine.surrogates.costmodel.evaluate import MODELS, noise_line
 from engine.surrogates.costmodel.graph import TensorGraph
 from engine.surrogates.costmodel.plots import (
     graph_picture,
     models_table,
-    noise_line,
     rank_data,
     rank_figure,
     scatter_data,
@@ -141,6 +140,8 @@ def _evaluation(row: dict[str, Any], predictions: pd.DataFrame) -> None:
                          f"({row['task']} task), {summary.get('folds')} program-grouped folds × seeds "
                          f"{', '.join(map(str, seeds))}; fitted on {summary.get('cpu', 'an unknown CPU')}. Parameters: ")
                + (f"{code_md(json.dumps(summary['params']))}." if summary.get("params") else "the defaults."))
+    for note in summary.get("notes") or []:
+        st.info(escape_md(note))
     st.dataframe(models_table(summary), hide_index=True, width="stretch", key="cm_models",
                  column_config={column: st.column_config.NumberColumn(format=fmt) for column, fmt in FIGURES.items()})
     st.caption(escape_md(noise_line(summary.get("noise"))) + " CPU s: seconds fitting and predicting, over every seed "
@@ -221,7 +222,7 @@ def _training(store: Store, gnn: bool) -> None:
         done = train(store, data.strip(), name.strip(), params={"epochs": int(epochs), "hidden": int(hidden)},
                      on_epoch=lambda epoch, loss, metric: _epoch(bar, epoch, int(epochs), loss, metric))
         flash(f"Cost model '{escape_md(done.name)}' trained on {done.graphs:,} graphs in {done.seconds / 60:.1f} CPU "
-              f"minutes; checkpoint in {escape_md(done.folder)}.")
+              f"minutes; checkpoint in {escape_md(done.folder)}.{escape_md(''.join(' ' + note for note in done.notes))}")
         st.rerun()
 
 

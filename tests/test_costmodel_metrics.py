@@ -102,6 +102,14 @@ def test_score_table_ranks_by_relative_runtime_and_reports_ape_for_absolute_grap
         score_table([absolute], [np.array([np.nan, 1.0])])
 
 
+def test_a_graph_of_one_configuration_has_no_ranking_figures():
+    """One valid run is always 'the best pick': slowdown 1.0 would flatter any model, so it is left undefined."""
+    lone = make_graph("one", [100.0, np.nan], task="absolute")
+    row = score_table([lone], [np.array([90.0, 5.0])]).iloc[0]
+    assert row["n_configs"] == 1 and row["mape"] == pytest.approx(0.1)
+    assert np.isnan(row["tau"]) and all(np.isnan(row[f"slowdown_{k}"]) for k in (1, 5, 10))
+
+
 def test_summary_averages_per_program_then_over_programs():
     runtimes = [1.0, 2.0, 3.0]
     graphs = [make_graph("a1", runtimes, "A"), make_graph("a2", runtimes, "A"), make_graph("b1", runtimes, "B")]

@@ -15,7 +15,6 @@ from engine.surrogates.costmodel.plots import (
     graph_picture,
     models_table,
     node_depths,
-    noise_line,
     opcode_colours,
     rank_data,
     rank_figure,
@@ -158,12 +157,6 @@ def test_models_table_has_readable_columns_and_the_cpu_seconds():
     table = models_table(absolute)
     assert table[["MAPE", "median APE"]].values.tolist() == [[0.3, 0.2]] and np.isnan(table["CPU s"].iloc[0])
     assert models_table({"models": []}).empty
-
-
-def test_noise_line_with_and_without_repeated_measurements():
-    assert noise_line(SUMMARY["noise"]).startswith("Noise floor: 6 configurations measured twice or more differ by a "
-                                                   "median 2.0% (|log ratio|), at most 75.0%")
-    assert "no configuration was measured twice" in noise_line({})
 
 
 def test_scores_table_sorts_by_graph_and_filters_a_seed():

@@ -216,6 +216,11 @@ def test_tunelab_tile(tmp_path: Path) -> None:
     assert graph.feat_names == ("is_root", "dim_0") and graph.config_feat_names == ("batch_size",)
     assert graph.extra == {"graph_flops": 1.5e6, "graph_bytes": 4096.0}
     assert graph.runtime[0] == 5_000 and np.isnan(graph.runtime[1]) and graph.valid.tolist() == [True, False]
+    assert graph.passes is None
+    passes = np.array([[5_100.0, 5_000.0, np.nan], [np.nan, np.nan, np.nan]])
+    timed = read_graph(_write(tmp_path, "timed.npz", _tunelab_tile() | {"config_pass_ns": passes}))
+    np.testing.assert_array_equal(timed.passes, passes)
+    np.testing.assert_array_equal(timed.with_runs(np.array([0])).passes, passes[:1])  # a configuration split keeps its passes
 
 
 def test_error_flag_alone_marks_a_failed_run(tmp_path: Path) -> None:
@@ -256,6 +261,10 @@ _TILE_CASES = [
     ("splits", lambda a: a | {"node_splits": np.array([0, 3, 2])}, "node_splits must start at 0 and increase"),
     ("both configurations", lambda a: a | {"node_config_feat": np.ones((3, 1, 18))}, "needs exactly one of the fields"),
     ("task", lambda a: a | {"task": np.array("layout")}, "field 'task' is 'layout': a file with 'config_feat' holds the 'tile' or"),
+    ("pass count", lambda a: a | {"config_pass_ns": np.ones((2, 2))}, "field 'config_pass_ns' has 2 rows for the 3 runs"),
+    ("pass shape", lambda a: a | {"config_pass_ns": np.ones(3)}, "field 'config_pass_ns' has shape (3,), expected 2 dimensions"),
+    ("pass value", lambda a: a | {"config_pass_ns": np.array([[1.0, 2.0], [3.0, -4.0], [5.0, np.nan]])},
+     "field 'config_pass_ns' holds -4.0 at row 1, pass 2: a pass's runtime is ns > 0, or NaN"),
 ]
 _LAYOUT_CASES = [
     ("config ids missing", lambda a: {k: v for k, v in a.items() if k != "node_config_ids"}, "missing field 'node_config_ids'"),

@@ -16,7 +16,7 @@ from engine.io.paths import REPO_ROOT
 from engine.study import check_study_name
 from engine.surrogates.costmodel.evaluate import CrossValidation, cross_validate, fit_model, make_model
 from engine.surrogates.costmodel.graph import TensorGraph
-from engine.surrogates.costmodel.readers import read_folder, read_graph, real_tpu_layout, real_tpu_tiles
+from engine.surrogates.costmodel.readers import read_folder, read_graph, real_tpu_layout, real_tpu_tiles, schema_note
 from engine.surrogates.costmodel.tables import graph_table
 from engine.surrogates.difftune.measure import cpu_identity
 from storage import Store
@@ -46,11 +46,17 @@ def load_graphs(data: str) -> list[TensorGraph]:
     return read_folder(data)
 
 
+def data_notes(graphs: Sequence[TensorGraph]) -> list[str]:
+    """What a user should know about the data before reading figures made on it (unnamed, foreign columns)."""
+    return [note for note in (schema_note(graphs),) if note]
+
+
 @dataclass(frozen=True)
 class Evaluated:
     id: int
     result: CrossValidation
     seconds: float
+    notes: list[str]
 
 
 def evaluate(store: Store, data: str, models_: Sequence[str], *, folds: int = 5, seeds: Sequence[int] = (0, 1, 2),
@@ -61,7 +67,8 @@ def evaluate(store: Store, data: str, models_: Sequence[str], *, folds: int = 5,
     graphs = load_graphs(data)
     result = cross_validate(graphs, models_, folds=folds, seeds=seeds, params=params, progress=progress)
     identity = cpu_identity()
-    summary = {"models": result.table.to_dict("records"), "seconds": result.seconds, "noise": result.noise,
+    notes = data_notes(graphs)
+    summary = {"models": result.table.to_dict("records"), "seconds": result.seconds, "noise": result.noise, "notes": notes,
                "protocol": result.protocol,
                "folds": folds, "seeds": list(seeds), "params": {k: dict(v) for k, v in (params or {}).items()},
                "graphs": len(graphs), "programs": len({g.program for g in graphs}),
@@ -69,7 +76,7 @@ def evaluate(store: Store, data: str, models_: Sequence[str], *, folds: int = 5,
     label = name or f"{data} {time.strftime('%Y-%m-%d %H:%M')}"
     evaluation_id = save_evaluation(store, name=label, data=data, task=graphs[0].task, summary=summary,
                                     predictions=result.predictions)
-    return Evaluated(evaluation_id, result, time.monotonic() - started)
+    return Evaluated(evaluation_id, result, time.monotonic() - started, notes)
 
 
 def stored_evaluations(store: Store) -> pd.DataFrame:
@@ -91,6 +98,7 @@ class Trained:
     folder: Path
     seconds: float
     graphs: int
+    notes: list[str]
 
 
 def train(store: Store, data: str, name: str, *, kind: str = "gnn", params: Mapping[str, Any] | None = None,
@@ -112,7 +120,7 @@ def train(store: Store, data: str, name: str, *, kind: str = "gnn", params: Mapp
     relative = folder.relative_to(Path(store.path).parent) if folder.is_relative_to(Path(store.path).parent) else folder
     save_model(store, name=name, data=data, task=graphs[0].task, params=fitted.get_params(), folder=str(relative),
                seconds=seconds, summary={"graphs": len(graphs), "cpu": cpu_identity().model_name})
-    return Trained(name, folder, seconds, len(graphs))
+    return Trained(name, folder, seconds, len(graphs), data_notes(graphs))
 
 
 def trained_models(store: Store) -> pd.DataFrame:

@@ -72,6 +72,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     params = _params(args.params, nested=True)
     seeds = _seeds(args.seeds)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
+    from engine.surrogates.costmodel.evaluate import noise_line
     from workflows.costmodel import evaluate
 
     progress = None if args.json else (lambda line: print(line, file=sys.stderr, flush=True))
@@ -80,15 +81,13 @@ def _evaluate(args: argparse.Namespace) -> int:
                         progress=progress)
     table = done.result.table
     noise = done.result.noise
-    floor = (f"noise floor: {int(noise['repeated'])} configurations measured twice or more differ by a median "
-             f"{noise['median_log_ratio']:.1%} (log ratio), at most {noise['max_log_ratio']:.1%}" if noise else
-             "noise floor: no configuration was measured twice")
     held_out = "whole programs held out" if done.result.protocol == "programs" else \
         "one program: its configurations split into folds"
+    shown = table.dropna(axis=1, how="all")  # no τ or slowdown where a graph has one configuration, no APE for ranks
     text = [f"evaluation {done.id} on {args.data} ({held_out}): {args.folds} folds × seeds {seeds}, {done.seconds:.0f} s",
-            table.to_string(index=False, float_format=lambda v: f"{v:.3f}"), floor,
+            *done.notes, shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"), noise_line(noise),
             "CPU seconds fitting and predicting: " + ", ".join(f"{k} {v:.1f}" for k, v in done.result.seconds.items())]
-    emit({"evaluation": done.id, "protocol": done.result.protocol, "models": table, "noise": noise,
+    emit({"evaluation": done.id, "protocol": done.result.protocol, "models": table, "noise": noise, "notes": done.notes,
           "seconds": done.result.seconds}, args.json, "\n".join(text))
     return 0
 
@@ -103,8 +102,8 @@ def _train(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         done = train(store, args.data, args.name, params=params, seed=args.seed, on_epoch=None if args.json else on_epoch)
     emit({**asdict(done), "folder": str(done.folder)}, args.json,
-         f"cost model '{done.name}' trained on {done.graphs} graphs in {done.seconds / 60:.1f} CPU minutes; "
-         f"checkpoint in {done.folder}")
+         "\n".join([*done.notes, f"cost model '{done.name}' trained on {done.graphs} graphs in {done.seconds / 60:.1f} "
+                    f"CPU minutes; checkpoint in {done.folder}"]))
     return 0
 
 

@@ -21,7 +21,7 @@ import pandas as pd
 
 from engine.errors import UserError, brief
 from engine.surrogates.costmodel.graph import TensorGraph
-from engine.surrogates.costmodel.metrics import TOP_K, score_table, summary
+from engine.surrogates.costmodel.metrics import TOP_K, kendall_tau, score_table, summary
 from engine.surrogates.costmodel.splits import config_folds, group_folds, train_val_test
 
 #: Which models make sense for which task.
@@ -164,20 +164,57 @@ def model_table(scores: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def noise_floor(graphs: Sequence[TensorGraph]) -> dict[str, float]:
-    """How far two measurements of the *same* configuration of a graph lie apart (|log ratio|, median and max over
-    configurations measured more than once): the error no model can get under. Empty when no configuration was measured twice."""
-    spreads = []
-    for graph in graphs:
-        flat = graph.config_feat.reshape(len(graph.runtime), -1)
-        valid = graph.valid
-        _, group = np.unique(flat[valid], axis=0, return_inverse=True)
-        group = group.ravel()
-        runtimes = graph.runtime[valid]
-        for g in np.unique(group):
-            same = runtimes[group == g]
-            if len(same) > 1:
-                spreads.append(float(np.log(same.max() / same.min())))
-    if not spreads:
+def noise_floor(graphs: Sequence[TensorGraph]) -> dict[str, Any]:
+    """How far two measurements of the *same* configuration lie apart (|log ratio|): the error no model can get
+    under. From the timing passes the files keep (pass 1 against pass 2 of every configuration timed in both), else
+    from configurations measured more than once; empty when the data holds neither. With passes of two or more
+    configurations of a graph, ``tau_ceiling`` is the mean τ (per program, then over programs) of pass 1's ranking
+    against pass 2's: the τ a perfect model of one pass scores on the other."""
+    pairs = [_pass_pairs(graph) for graph in graphs]
+    spreads = [np.abs(np.log(first / second)) for first, second in pairs]
+    source = "passes"
+    if not sum(map(len, spreads)):
+        spreads, source = [_repeat_spreads(graph) for graph in graphs], "repeats"
+    flat = np.concatenate(spreads) if spreads else np.empty(0)
+    if not len(flat):
         return {}
-    return {"repeated": float(len(spreads)), "median_log_ratio": float(np.median(spreads)), "max_log_ratio": float(np.max(spreads))}
+    floor: dict[str, Any] = {"source": source, "configurations": int(len(flat)), "median_log_ratio": float(np.median(flat)),
+                             "p90_log_ratio": float(np.quantile(flat, 0.9)), "max_log_ratio": float(flat.max())}
+    taus = pd.DataFrame([{"program": graph.program, "tau": kendall_tau(first, second)}
+                         for graph, (first, second) in zip(graphs, pairs) if len(first) > 1]).dropna()
+    if source == "passes" and not taus.empty:
+        floor["tau_ceiling"] = float(taus.groupby("program")["tau"].mean().mean())
+    return floor
+
+
+def _pass_pairs(graph: TensorGraph) -> tuple[np.ndarray, np.ndarray]:
+    """Pass 1 and pass 2 of every valid configuration that both timed."""
+    if graph.passes is None or graph.passes.shape[1] < 2:
+        return np.empty(0), np.empty(0)
+    first, second = graph.passes[:, 0], graph.passes[:, 1]
+    both = graph.valid & np.isfinite(first) & np.isfinite(second)
+    return first[both], second[both]
+
+
+def _repeat_spreads(graph: TensorGraph) -> np.ndarray:
+    """|log(max ÷ min)| of each configuration that appears more than once among the graph's runs."""
+    valid = graph.valid
+    flat = graph.config_feat.reshape(len(graph.runtime), -1)[valid]
+    _, group = np.unique(flat, axis=0, return_inverse=True)
+    runtimes, group = graph.runtime[valid], group.ravel()
+    return np.array([np.log(runtimes[group == g].max() / runtimes[group == g].min())
+                     for g in np.unique(group) if (group == g).sum() > 1])
+
+
+def noise_line(noise: Mapping[str, Any] | None) -> str:
+    """The noise floor of an evaluation's data as one sentence."""
+    if not noise:
+        return "Noise floor: the data holds no configuration measured twice (no timing passes, no repeats), so it gives none."
+    how = "timed in two passes" if noise.get("source") == "passes" else "measured twice or more"
+    count = noise.get("configurations", noise.get("repeated", 0))  # "repeated": evaluations stored before the passes
+    p90 = f", 90th percentile {noise['p90_log_ratio']:.1%}" if "p90_log_ratio" in noise else ""
+    line = (f"Noise floor: {int(count):,} configurations {how} differ by a median {noise['median_log_ratio']:.1%} "
+            f"(|log ratio|){p90}, at most {noise['max_log_ratio']:.1%}")
+    if "tau_ceiling" in noise:
+        line += f"; pass 1 ranks the configurations against pass 2 with τ {noise['tau_ceiling']:.3f}, the ceiling of any model's τ"
+    return line + "."

@@ -31,6 +31,8 @@ class TensorGraph:
     * ``program``: the group a split keeps together (a kernel's program; a program's own name).
     * ``default``: index of the run with the compiler's own configuration (TpuGraphs' ``is_default``), the choice
       a learned ranking has to beat; None when the source does not say.
+    * ``passes``: (c, p) float ns, each timing pass's own result for every run (NaN where a pass did not time
+      it), when the source kept them: two passes of the same configuration are the data's noise floor.
     """
 
     name: str
@@ -48,6 +50,7 @@ class TensorGraph:
     normalizer: np.ndarray | None = None
     extra: dict[str, float] = field(default_factory=dict)
     default: int | None = None
+    passes: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n, c = len(self.opcodes), len(self.runtime)
@@ -74,6 +77,8 @@ class TensorGraph:
             raise UserError(f"{where}: config_feat has shape {self.config_feat.shape}, expected (configurations, k)")
         if self.normalizer is not None and len(self.normalizer) != c:
             raise UserError(f"{where}: {len(self.normalizer)} normalizers for {c} runtimes")
+        if self.passes is not None and (self.passes.ndim != 2 or len(self.passes) != c):
+            raise UserError(f"{where}: passes have shape {self.passes.shape}, expected ({c}, passes)")
         if self.default is not None and not 0 <= self.default < c:
             raise UserError(f"{where}: default configuration {self.default} is not one of the {c} runs")
 
@@ -94,6 +99,7 @@ class TensorGraph:
         kept = None if self.default is None else np.flatnonzero(runs == self.default)
         return replace(self, config_feat=self.config_feat[runs], runtime=self.runtime[runs],
                        normalizer=None if self.normalizer is None else self.normalizer[runs],
+                       passes=None if self.passes is None else self.passes[runs],
                        default=int(kept[0]) if kept is not None and len(kept) else None)
 
 

@@ -85,8 +85,9 @@ def ape(predicted: np.ndarray, runtimes: np.ndarray) -> np.ndarray:
 
 
 def score_table(graphs: Sequence[TensorGraph], predictions: Sequence[np.ndarray]) -> pd.DataFrame:
-    """One row per graph: τ and top-K slowdowns of the ranking; MAPE and median APE for an absolute graph, whose
-    predictions are runtimes in ns (NaN for a ranking graph, whose scores have no unit)."""
+    """One row per graph: τ and top-K slowdowns of the ranking (NaN for a graph of one valid configuration, which
+    has none); MAPE and median APE for an absolute graph, whose predictions are runtimes in ns (NaN for a ranking
+    graph, whose scores have no unit)."""
     if len(graphs) != len(predictions):
         raise UserError(f"{len(predictions)} predictions for {len(graphs)} graphs")
     return pd.DataFrame([_row(graph, np.asarray(predicted, dtype=float)) for graph, predicted in zip(graphs, predictions)],
@@ -103,7 +104,8 @@ def _row(graph: TensorGraph, predicted: np.ndarray) -> dict[str, object]:
                                   "n_configs": int(graph.valid.sum()), "tau": kendall_tau(predicted, ranked)}
     except UserError as exc:
         raise UserError(f"graph {graph.name!r}: {exc}") from None
-    row |= {f"slowdown_{k}": topk_slowdown(predicted, ranked, k) for k in TOP_K}
+    ranking = int(graph.valid.sum()) > 1  # one configuration has no ranking: 1.0 would credit any model with its pick
+    row |= {f"slowdown_{k}": topk_slowdown(predicted, ranked, k) if ranking else np.nan for k in TOP_K}
     has_errors = len(errors) > 0
     return row | {"mape": float(errors.mean()) if has_errors else np.nan, "median_ape": float(np.median(errors)) if has_errors else np.nan}
 

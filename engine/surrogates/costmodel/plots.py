@@ -250,8 +250,9 @@ def topk_figure(data: pd.DataFrame, *, noise: Mapping[str, float] | None = None)
 #: The summary's per-model columns and how the table names them.
 MODEL_COLUMNS = {"model": "model", "graphs": "graphs", "tau": "τ (mean)", "tau_seed_sd": "τ sd over seeds",
                  **{f"slowdown_{k}": f"top-{k} slowdown (median)" for k in TOP_K}, "mape": "MAPE", "median_ape": "median APE"}
-#: Columns left out when no model has a value (the ranking tasks have no APE).
-_OPTIONAL = ("mape", "median_ape")
+#: Columns left out when no model has a value: the ranking tasks have no APE; one configuration per graph (the
+#: absolute task) has no τ and no slowdown.
+_OPTIONAL = ("tau", "tau_seed_sd", *(f"slowdown_{k}" for k in TOP_K), "mape", "median_ape")
 
 
 def models_table(summary: Mapping[str, Any]) -> pd.DataFrame:
@@ -270,15 +271,6 @@ def models_table(summary: Mapping[str, Any]) -> pd.DataFrame:
     seconds = summary.get("seconds") or {}
     table["CPU s"] = [float(seconds[m]) if seconds.get(m) is not None else np.nan for m in frame["model"]]
     return table
-
-
-def noise_line(noise: Mapping[str, float] | None) -> str:
-    """The noise floor of an evaluation's data as one sentence."""
-    if not noise:
-        return "Noise floor: no configuration was measured twice, so the data gives none."
-    return (f"Noise floor: {int(noise['repeated'])} configurations measured twice or more differ by a median "
-            f"{noise['median_log_ratio']:.1%} (|log ratio|), at most {noise['max_log_ratio']:.1%}: no model can rank "
-            "configurations closer than that.")
 
 
 #: The per-graph score columns and how the table names them.

@@ -23,7 +23,8 @@ All flavours share TpuGraphs' core arrays: ``node_opcode`` (n,), ``node_feat`` (
    proto's computation order (entry last) and their splits mark only the computations tpu_graphs' encoder calls
    major (names containing "cluster", "while" or "cond"), not every computation.
 3. **Tunelab's own files**: flavour 1's schema, plus optional ``program`` (a 0-d string: the split group),
-   ``config_feat_names``, and 0-d numbers such as ``graph_flops`` / ``graph_bytes``, which land in ``extra``.
+   ``config_feat_names``, ``config_pass_ns`` (each timing pass's runtime: the noise floor), and 0-d numbers
+   such as ``graph_flops`` / ``graph_bytes``, which land in ``extra``.
    A Tunelab layout file names its configurable nodes with ``node_config_ids``.
 
 An ``.npz`` from elsewhere is hostile until read: arrays are read without pickle (a file must not be able to run
@@ -40,6 +41,7 @@ import math
 import re
 import zipfile
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
@@ -84,6 +86,32 @@ _NUMBERS = ("biuf", "numbers")
 _FLAGS = ("biu", "0/1 flags")
 _TEXT = ("US", "strings")
 _OPCODES = ("iuUS", "opcode names or integer ids")
+
+
+#: Node feature widths of the schemas Tunelab reads, and whose they are.
+KNOWN_NODE_WIDTHS = {24: "the converted TPU samples", 48: "Tunelab's generated files", 140: "TpuGraphs as published"}
+
+
+def schema_note(graphs: Sequence[TensorGraph]) -> str | None:
+    """One line on graphs whose files name none of their feature columns: their widths, whether any known schema
+    has them, and the generic names the columns were read under. The models learn such columns all the same, but
+    nothing checks that they mean what a known schema's columns mean, and a user should know that. None when every
+    column is named."""
+    unnamed = [g for g in graphs if g.feat_names == _generic("f", g.node_feat.shape[1])
+               or g.config_feat_names == _generic("c", g.config_feat.shape[-1])]
+    if not unnamed:
+        return None
+    nodes = sorted({g.node_feat.shape[1] for g in unnamed})
+    configs = sorted({g.config_feat.shape[-1] for g in unnamed})
+    known = [KNOWN_NODE_WIDTHS[w] for w in nodes if w in KNOWN_NODE_WIDTHS]
+    whose = (f"the width of {', '.join(known)}" if len(known) == len(nodes) else
+             "no schema Tunelab knows: " + ", ".join(f"{w} in {who}" for w, who in KNOWN_NODE_WIDTHS.items()))
+    return (f"{len(unnamed)} of {len(graphs)} graphs carry no feature names: {_widths(nodes)} node features ({whose}) and "
+            f"{_widths(configs)} configuration columns, read as f000… and c000…; models use them as unnamed columns")
+
+
+def _widths(widths: list[int]) -> str:
+    return " or ".join(str(w) for w in widths)
 
 
 def read_graph(path: str | Path, *, program: str | None = None) -> TensorGraph:
@@ -278,6 +306,7 @@ def _graph(arrays: dict[str, np.ndarray], name: str, program: str | None) -> Ten
         normalizer=_normalizer(arrays, len(runtime)),
         extra=_extra(arrays),
         default=_default(arrays, len(runtime)),
+        passes=_passes(arrays, len(runtime)),
     )
 
 
@@ -377,6 +406,20 @@ def _normalizer(arrays: dict[str, np.ndarray], runs: int) -> np.ndarray | None:
     _check_runs("config_runtime_normalizers", normalizer, ~(normalizer > 0) | ~np.isfinite(normalizer),
                 "a normalizer is a runtime > 0 that runs are divided by")
     return normalizer.astype(np.float64)
+
+
+def _passes(arrays: dict[str, np.ndarray], runs: int) -> np.ndarray | None:
+    """Each timing pass's runtime of every run (Tunelab's generator keeps them), NaN where a pass did not run."""
+    if "config_pass_ns" not in arrays:
+        return None
+    passes = _field(arrays, "config_pass_ns", 2, _NUMBERS).astype(np.float64)
+    _same_count("config_pass_ns", len(passes), runs)
+    bad = np.argwhere(~(np.isnan(passes) | ((passes > 0) & np.isfinite(passes))))
+    if len(bad):
+        row, column = (int(i) for i in bad[0])
+        raise UserError(f"field 'config_pass_ns' holds {brief(passes[row, column].item())} at row {row}, pass {column + 1}: "
+                        "a pass's runtime is ns > 0, or NaN where the pass did not time the run")
+    return passes
 
 
 def _default(arrays: dict[str, np.ndarray], runs: int) -> int | None:
