@@ -1,13 +1,14 @@
-"""The cost model as a tuner's pre-filter (issue 15, item 6): measurements needed to get within 5% of a program's
-best configuration, PF against RS, BO and DLMT, on programs of the generated tile task the model never saw.
+"""The cost model as a tuner's pre-filter (issues 15 and 34): measurements needed to get within 5% of a program's
+best configuration, PF (the GNN) against PF-GBDT (the same pre-filter ranked by gradient-boosted trees), RS, BO and
+DLMT, on programs of the generated tile or joint task the models never saw.
 
-The GNN is trained (default settings) on the other folds' programs; each held-out program's measured table is
-replayed ``--reps`` times per strategy (``engine.compare``: one measurement = one distinct configuration, the
-budget is every configuration of the program); PF ``--pf-reps`` times, as without exploration its runs are
-identical. A run that never gets within the threshold counts the whole table plus one. Per program, the median
-over repetitions; reported: the median and mean over programs, and the ratios to PF.
+The GNN (default settings) and the trees are trained on the other folds' programs; each held-out program's
+measured table is replayed ``--reps`` times per strategy (``engine.compare``: one measurement = one distinct
+configuration, the budget is every configuration of the program); PF and PF-GBDT ``--pf-reps`` times, as without
+exploration their runs are identical. A run that never gets within the threshold counts the whole table plus
+one. Per program, the median over repetitions; reported: the median and mean over programs, and the ratios to PF.
 
-Usage: python bench/prefilter.py [--data FOLDER] [--fold 0] [--folds 5] [--reps 50] [--strategies RS,BO,DLMT,PF]
+Usage: python bench/prefilter.py [--data FOLDER] [--fold 0] [--folds 5] [--reps 50] [--strategies RS,BO,DLMT,PF,PF-GBDT]
 """
 
 from __future__ import annotations
@@ -45,20 +46,19 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--fold", type=int, default=0, help="which fold's programs are held out")
     parser.add_argument("--reps", type=int, default=50)
-    parser.add_argument("--strategies", default="RS,BO,DLMT,PF")
+    parser.add_argument("--strategies", default="RS,BO,DLMT,PF,PF-GBDT")
     parser.add_argument("--threshold", type=float, default=1.05)
     parser.add_argument("--refit", type=int, default=10)
-    parser.add_argument("--pf-reps", type=int, default=3, help="PF repetitions (identical without exploration)")
+    parser.add_argument("--pf-reps", type=int, default=3, help="PF and PF-GBDT repetitions (identical without exploration)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--params", default="{}", help='JSON hyper-parameters of the GNN, e.g. {"hidden": 128}')
     parser.add_argument("--out", help="write the per-program medians here (JSON)")
     args = parser.parse_args()
-    torch.set_num_threads(1)
     paths = sorted(Path(args.data).glob("*.npz"))
     graphs = [read_graph(p) for p in paths]
     train, test = group_folds(graphs, args.folds, args.seed)[args.fold]
     identity = cpu_identity()
-    print(f"CPU {identity.model_name} ({identity.short_id}), torch {torch.__version__} on 1 thread; {len(graphs)} programs, "
+    print(f"CPU {identity.model_name} ({identity.short_id}), torch {torch.__version__}; {len(graphs)} programs, "
           f"{len(train)} to train on, {len(test)} held out; {args.reps} reps; within {args.threshold:g}× of the best")
     started = time.process_time()
     model = fit_model("gnn", make_model("gnn", args.seed, json.loads(args.params)), [graphs[i] for i in train], args.seed)
@@ -68,16 +68,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         model_file = Path(folder) / "model.pt"
         model.save(model_file)
+        train_folder = Path(folder) / "train"
+        train_folder.mkdir()
+        for i in train:
+            (train_folder / paths[i].name).symlink_to(paths[i].resolve())
         for n, i in enumerate(test):
             spec, table = graph_table(graphs[i], paths[i].stem)
             bench = BenchTable(spec, table, source=paths[i].name)
             size = len(table)
-            options = {"PF": {"model": str(model_file), "graph": str(paths[i]), "refit": args.refit}}
-            others = [s for s in strategies if s != "PF"]
+            rankers = {"PF": {"model": str(model_file)}, "PF-GBDT": {"ranker": "gbdt", "train": str(train_folder)}}
+            others = [s for s in strategies if s not in rankers]
             replays = [run_benchmark(bench, others, reps=args.reps, budget=size, seed=args.seed).runs] if others else []
-            if "PF" in strategies:  # without exploration PF is deterministic: its repetitions are identical
-                replays.append(run_benchmark(bench, ["PF"], reps=args.pf_reps, budget=size, seed=args.seed, options=options).runs)
-                assert replays[-1]["trace"].map(tuple).nunique() == 1, "PF without exploration should repeat itself"
+            for name in [s for s in strategies if s in rankers]:  # without exploration a pre-filter repeats itself
+                options = {"PF": {**rankers[name], "graph": str(paths[i]), "refit": args.refit}}
+                runs = run_benchmark(bench, ["PF"], reps=args.pf_reps, budget=size, seed=args.seed, options=options).runs
+                assert runs["trace"].map(tuple).nunique() == 1, f"{name} without exploration should repeat itself"
+                replays.append(runs.assign(strategy=name))
             for name, runs in pd.concat(replays).groupby("strategy"):
                 needed = [measurements_to(t, args.threshold) for t in runs["trace"]]
                 rows.append({"program": paths[i].stem, "configurations": size, "strategy": name,

@@ -224,6 +224,21 @@ def test_gbdt_is_reproducible_and_checks_its_parameters():
         GBDT().fit([make_graph("e", ["add"], [8], [np.nan], task="absolute")])
     with pytest.raises(UserError, match="GBDT is not fitted"):
         GBDT().predict(graphs[0])
+    for weights in ([1.0], [1.0] * 29 + [0.0], [1.0] * 29 + [np.nan]):
+        with pytest.raises(UserError, match="graph_weights: one finite weight > 0 per graph"):
+            GBDT(max_iter=5).fit(graphs, weights)
+
+
+def test_a_heavy_graph_pulls_the_trees_toward_its_own_runtimes():
+    """Weighting one graph as much as all the others makes the fit follow it where they disagree: how PF-GBDT
+    lets a program's own measurements outweigh the training programs."""
+    rng = np.random.default_rng(3)
+    graphs = kernel_graphs(rng, 30)
+    odd = make_graph("odd", ["add"], [8], [graphs[0].runtime[0] * 50], task="absolute")
+    twin = [make_graph(f"t{i}", ["add"], [8], [graphs[0].runtime[0]], task="absolute") for i in range(5)]
+    light = GBDT(max_iter=50, min_samples_leaf=1, seed=0).fit([*graphs, *twin, odd]).predict(odd)[0]
+    heavy = GBDT(max_iter=50, min_samples_leaf=1, seed=0).fit([*graphs, *twin, odd], [1.0] * 35 + [100.0]).predict(odd)[0]
+    assert abs(np.log(heavy / odd.runtime[0])) < 0.5 * abs(np.log(light / odd.runtime[0]))
 
 
 # ---------------------------------------------------------------- real TPU kernels

@@ -5,7 +5,10 @@ the log size of the kernel's one ``dot`` node, so a model must read that node's 
 passing and pooling and combine it with the configuration.
 """
 
+import os
+import tempfile
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,20 +19,12 @@ pytest.importorskip("torch_geometric")
 from engine.errors import UserError
 from engine.surrogates.costmodel.graph import TensorGraph
 from engine.surrogates.costmodel.metrics import kendall_tau
-from engine.surrogates.costmodel.training import CostModel, listmle_loss, pairwise_loss
+from engine.surrogates.costmodel.training import NODES_PER_THREAD, CostModel, listmle_loss, pairwise_loss, sized_threads
 
 OPS = ("add", "multiply", "reduce", "broadcast", "convert")
-#: Small and quick: 60 training graphs, 32 hidden units; about 3 s of one core per fit.
+#: Small and quick: 60 training graphs, 32 hidden units; about 3 s of one core per fit (graphs this small train on
+#: one thread: ``threads=None`` sizes them so).
 QUICK = {"hidden": 32, "epochs": 40, "patience": 10, "lr": 3e-3}
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Two shared cores: a fit on one thread is as fast here and leaves the other core alone."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def synthetic_graph(rng: np.random.RandomState, name: str, task: str = "tile", configs: int = 8, errors: int = 0) -> TensorGraph:
@@ -166,6 +161,47 @@ def test_the_absolute_head_learns_log_runtime():
     assert all(np.isfinite(metric) for _, _, metric in model.history_)  # validation MAPE
 
 
+def _with_flops(graphs: list[TensorGraph], rng: np.random.RandomState) -> list[TensorGraph]:
+    """The same graph every time; the runtime is the static flop count (one of XLA's totals) alone."""
+    flops = 2.0 ** rng.uniform(10, 30, len(graphs))
+    return [replace(graphs[0], name=g.name, program=g.program, config_feat=graphs[0].config_feat[:1], runtime=np.array([f / 100]),
+                    extra={"graph_flops": f}) for g, f in zip(graphs, flops)]
+
+
+@pytest.mark.parametrize("readout", ["pool", "additive"])
+def test_a_graph_s_static_totals_reach_the_readout(readout):
+    """Identical graphs whose runtime is their flop count: only the totals tell them apart, and both readouts
+    learn them; a graph without the total reads as the training mean, and a checkpoint keeps the totals."""
+    rng = np.random.RandomState(4)
+    train, test = (_with_flops(family(seed, count, task="absolute"), rng) for seed, count in ((1, 60), (3, 20)))
+    model = CostModel(seed=0, readout=readout, **{**QUICK, "epochs": 60}).fit(train)
+    assert model.featurizer_.total_keys == ("graph_flops",)
+    mape = np.mean([abs(model.predict(g)[0] - g.runtime[0]) / g.runtime[0] for g in test])
+    constant = np.exp(np.median(np.log([g.runtime[0] for g in train])))
+    blind_mape = np.mean([abs(constant - g.runtime[0]) / g.runtime[0] for g in test])
+    assert mape < 0.02 * blind_mape, (mape, blind_mape)  # runtimes span 2**20: blind to the totals, off by orders of magnitude
+    blind = replace(test[0], extra={})
+    assert np.isfinite(model.predict(blind)).all()
+    path = Path(tempfile.mkdtemp()) / "m.pt"
+    model.save(path)
+    np.testing.assert_allclose(CostModel.load(path).predict(test[1]), model.predict(test[1]), rtol=1e-6)
+
+
+def test_the_additive_readout_needs_the_configuration_on_every_node():
+    with pytest.raises(UserError, match="readout='additive'"):
+        CostModel(join="late", readout="additive").fit(family(1, 2, task="absolute"))
+
+
+def test_threads_are_sized_to_the_work_and_the_cpus_and_put_back(tile_data):
+    cpus = len(os.sched_getaffinity(0))
+    assert sized_threads(NODES_PER_THREAD - 1) == 1 and sized_threads(10**9) == cpus
+    assert sized_threads(2 * NODES_PER_THREAD) == min(2, cpus)
+    before = torch.get_num_threads()
+    model = CostModel(join="late", **{**QUICK, "epochs": 1}).fit(tile_data[0][:4])
+    assert model.threads_ == 1 and torch.get_num_threads() == before  # a few hundred nodes a step: one thread
+    assert CostModel(join="late", threads=2, **{**QUICK, "epochs": 1}).fit(tile_data[0][:4]).threads_ == 2
+
+
 def test_on_epoch_reports_each_epoch_and_no_validation_reports_nan(tile_data):
     seen = []
     model = CostModel(join="late", seed=0, **{**QUICK, "epochs": 2}).fit(tile_data[0][:10], on_epoch=lambda *row: seen.append(row))
@@ -186,7 +222,7 @@ def test_layout_graphs_join_early_to_their_configurable_nodes():
     ("hidden", 0), ("layers", 2.5), ("layers", True), ("join", "middle"), ("aggr", "lstm"), ("pooling", ()),
     ("pooling", ["sum", "sum"]), ("pooling", "sum"), ("pooling", ["median"]), ("loss", "mae"), ("lr", 0.0), ("lr", float("nan")),
     ("weight_decay", -1.0), ("configs_per_graph", 1), ("epochs", 0), ("patience", 0), ("seed", -1), ("seed", 2**40),
-    ("pair_weight", "yes"), ("device", "tpu"),
+    ("pair_weight", "yes"), ("device", "tpu"), ("threads", 0), ("threads", 1.5), ("readout", "mean"),
 ])
 def test_bad_hyper_parameters_are_refused_naming_the_field(field, value, tile_data):
     with pytest.raises(UserError, match=f"^{field}="):

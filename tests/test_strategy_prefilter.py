@@ -47,7 +47,8 @@ def test_a_tile_graph_is_a_table_of_its_chunk_sizes() -> None:
     assert sorted(table["batch_size"]) == sorted(graph.config_feat[:, 0].astype(int)) and (table["status"] == "ok").all()
     runtime = graph.runtime.copy()
     runtime[0] = np.nan
-    repeated = replace(graph, runtime=np.r_[runtime, 2 * graph.runtime[1:2]], config_feat=np.r_[graph.config_feat, graph.config_feat[1:2]])
+    repeated = replace(graph, runtime=np.r_[runtime, 2 * graph.runtime[1:2]], config_feat=np.r_[graph.config_feat, graph.config_feat[1:2]],
+                       passes=None)
     _, again = graph_table(repeated, "t")
     assert len(again) == len(table) and again["status"].tolist().count("failed") == 1
     row = again[again["batch_size"] == int(graph.config_feat[1, 0])].iloc[0]
@@ -72,6 +73,32 @@ def test_refine_learns_the_order_it_is_shown(model_file: Path) -> None:
     before = kendall_tau(model.predict(shown), wrong)
     after = kendall_tau(model.refine(shown, 60).predict(shown), wrong)
     assert before < -0.9 and after > before + 0.5
+
+
+def test_pf_ranked_by_trees_fits_on_the_other_programs_and_refits_on_its_measurements(tmp_path: Path) -> None:
+    """The GBDT ranker: fitted on a folder's graphs of other programs (the tuned program's own file in the folder is
+    left out), its first pick is the trees' best, and with refit it measures every configuration once."""
+    from engine.surrogates.costmodel.baselines import GBDT
+
+    for f in FILES[:9]:
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    bench = _table(FILES[0])
+    graph = read_graph(FILES[0])
+    options = {"ranker": "gbdt", "train": str(tmp_path), "graph": str(FILES[0]), "refit": 5}
+    pf = make_strategy("PF", bench.domain, len(graph.runtime), seed=0, options=options)
+    assert sorted(g.program for g in pf.model.training) == sorted(read_graph(f).program for f in FILES[1:9])
+    drive(pf, bench.evaluate)
+    first = GBDT(seed=0).fit([read_graph(f) for f in FILES[1:9]]).predict(graph)
+    history = pf.history()["batch_size"].tolist()
+    assert history[0] == int(graph.config_feat[int(np.argmin(first)), 0])
+    assert sorted(history) == sorted(graph.config_feat[:, 0].astype(int).tolist())  # each configuration once
+    with pytest.raises(UserError, match="PF option 'train': name a folder of graphs of other programs"):
+        make_strategy("PF", bench.domain, 5, options={"ranker": "gbdt", "graph": str(FILES[0])})
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / FILES[0].name).write_bytes(FILES[0].read_bytes())
+    with pytest.raises(UserError, match="no tile graph of another program"):
+        make_strategy("PF", bench.domain, 5, options={"ranker": "gbdt", "train": str(alone), "graph": str(FILES[0])})
 
 
 def test_pf_refuses_what_it_cannot_use(model_file: Path, tmp_path: Path) -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 _POLICY = "OMP_WAIT_POLICY"
 
@@ -28,4 +30,21 @@ else:
 import torch.nn.functional as F  # noqa: E402 - after the guarded import above
 from torch import nn  # noqa: E402
 
-__all__ = ["F", "nn", "torch"]
+__all__ = ["F", "available_cpus", "nn", "threads", "torch"]
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity mask: a pinned or containerised process may use fewer than the
+    machine has, and torch's own default counts the machine's)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+@contextmanager
+def threads(count: int) -> Iterator[None]:
+    """torch's intra-op threads set to ``count`` for the block, then put back."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

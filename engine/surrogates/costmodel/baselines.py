@@ -169,19 +169,24 @@ class GBDT:
         if not isinstance(self.balance, bool | np.bool_):
             raise UserError(f"balance must be True or False, got {brief(self.balance)}")
 
-    def fit(self, graphs: Sequence[TensorGraph]) -> GBDT:
+    def fit(self, graphs: Sequence[TensorGraph], graph_weights: Sequence[float] | None = None) -> GBDT:
+        """``graph_weights`` scale each graph's runs (default 1 each): how a tuner makes one program's own
+        measurements count for more than any single training program."""
         self._check_params()
         graphs = check_graphs(graphs)
+        scale = np.ones(len(graphs)) if graph_weights is None else np.asarray(graph_weights, dtype=float)
+        if scale.shape != (len(graphs),) or not (np.isfinite(scale) & (scale > 0)).all():
+            raise UserError(f"graph_weights: one finite weight > 0 per graph, got {brief(graph_weights)}")
         self.features_ = GraphFeatures().fit(graphs)
         self.task_ = graphs[0].task
         rows, targets, weights = [], [], []
-        for graph in graphs:
+        for graph, weight in zip(graphs, scale):
             valid = graph.valid
             if not valid.any():
                 continue
             rows.append(self.features_.transform(graph)[valid])
             targets.append(self._target(graph, valid))
-            weights.append(np.full(int(valid.sum()), 1.0 / valid.sum() if self.balance else 1.0))
+            weights.append(np.full(int(valid.sum()), weight / valid.sum() if self.balance else weight))
         if not rows:
             raise UserError("GBDT.fit: the graphs have no valid run (every runtime is an error)")
         self.model_ = HistGradientBoostingRegressor(

@@ -23,9 +23,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from engine.errors import UserError, brief
-from engine.surrogates._torch import F, torch
+from engine.surrogates._torch import F, available_cpus, threads, torch
 from engine.surrogates.costmodel.features import check_graphs
-from engine.surrogates.costmodel.gnn import AGGREGATIONS, JOINS, POOLS, CostNet, EncodedGraph, Featurizer, make_batch
+from engine.surrogates.costmodel.gnn import AGGREGATIONS, JOINS, POOLS, READOUTS, CostNet, EncodedGraph, Featurizer, make_batch
 from engine.surrogates.costmodel.graph import TensorGraph
 from engine.surrogates.costmodel.metrics import ape, kendall_tau
 
@@ -34,10 +34,16 @@ LOSSES = ("auto", *RANKING_LOSSES, "mse")
 FORMAT = "tunelab-costmodel-gnn/1"
 #: Nodes per forward pass at prediction time: early join repeats the graph once per configuration.
 PREDICT_NODES = 200_000
+#: Nodes of one training step per torch thread (``threads=None`` sizes to it). bench/costmodel_threads.py, AMD Zen 3,
+#: 2 CPUs: a second thread ran steps of 3,700 and 6,400 nodes 0.81× and 0.90× as fast, of 12,800 nodes 1.19×,
+#: of 51,000 nodes 1.90×.
+NODES_PER_THREAD = 6_000
 
 _INTEGERS = {"hidden": 1, "layers": 1, "opcode_dim": 1, "configs_per_graph": 2, "graphs_per_step": 1, "epochs": 1, "patience": 1,
              "seed": 0}
-_CHOICES = {"join": JOINS, "aggr": AGGREGATIONS, "loss": LOSSES}
+#: Integer parameters that may also be None (chosen by the model).
+_OPTIONAL_INTEGERS = {"threads": 1}
+_CHOICES = {"join": JOINS, "aggr": AGGREGATIONS, "loss": LOSSES, "readout": READOUTS}
 
 Loss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -78,10 +84,12 @@ def listmle_loss(scores: torch.Tensor, runtimes: torch.Tensor) -> torch.Tensor:
 
 def check_params(params: dict[str, Any]) -> None:
     """Refuse a bad hyper-parameter with a one-line message naming it."""
-    for name, low in _INTEGERS.items():
+    for name, low in (_INTEGERS | _OPTIONAL_INTEGERS).items():
         value = params[name]
+        if value is None and name in _OPTIONAL_INTEGERS:
+            continue
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-            raise UserError(f"{name}={brief(value)}: expected an integer ≥ {low}")
+            raise UserError(f"{name}={brief(value)}: expected an integer ≥ {low}{' or None' * (name in _OPTIONAL_INTEGERS)}")
     if params["seed"] >= 2**32:
         raise UserError(f"seed={brief(params['seed'])}: expected an integer below 2**32")
     for name, options in _CHOICES.items():
@@ -100,6 +108,11 @@ def check_params(params: dict[str, Any]) -> None:
         raise UserError(f"pair_weight={brief(params['pair_weight'])}: expected True or False")
     if not isinstance(params["device"], str) or not re.fullmatch(r"cpu|cuda(:\d+)?", params["device"]):
         raise UserError(f"device={brief(params['device'])}: expected 'cpu', 'cuda' or 'cuda:N'")
+
+
+def sized_threads(nodes: float) -> int:
+    """torch threads for passes over ``nodes`` nodes: one per :data:`NODES_PER_THREAD`, at most the CPUs available."""
+    return max(1, min(available_cpus(), int(nodes // NODES_PER_THREAD)))
 
 
 def _device(name: str) -> torch.device:
@@ -121,21 +134,27 @@ class CostModel:
 
     ``predict`` gives scores (higher = slower) for tile and layout graphs, runtimes in ns for absolute ones.
     Layout graphs need ``join='early'``. Fitted attributes end in ``_``.
+
+    ``threads``: torch threads while fitting and predicting; None sizes them to the work, one per
+    :data:`NODES_PER_THREAD` nodes of a training step, at most the CPUs this process may use (a step of a few
+    thousand nodes, the tile data's, runs fastest on one; a step of large layout graphs uses them all).
     """
 
     def __init__(self, *, join: str = "early", hidden: int = 64, layers: int = 2, opcode_dim: int = 16, aggr: str = "mean",
                  pooling: Sequence[str] = ("sum", "mean", "max"), loss: str = "auto", pair_weight: bool = False,
                  configs_per_graph: int = 32, graphs_per_step: int = 8, epochs: int = 100, patience: int = 10, lr: float = 1e-3,
-                 weight_decay: float = 0.0, seed: int = 0, device: str = "cpu") -> None:
+                 weight_decay: float = 0.0, seed: int = 0, device: str = "cpu", threads: int | None = None,
+                 readout: str = "pool") -> None:
         self.join, self.hidden, self.layers, self.opcode_dim, self.aggr = join, hidden, layers, opcode_dim, aggr
         self.pooling, self.loss, self.pair_weight = pooling, loss, pair_weight
         self.configs_per_graph, self.graphs_per_step, self.epochs, self.patience = configs_per_graph, graphs_per_step, epochs, patience
-        self.lr, self.weight_decay, self.seed, self.device = lr, weight_decay, seed, device
+        self.lr, self.weight_decay, self.seed, self.device, self.threads = lr, weight_decay, seed, device, threads
+        self.readout = readout
 
     def get_params(self) -> dict[str, Any]:
         """The hyper-parameters, JSON-able (``pooling`` as a list)."""
         names = ("join", "hidden", "layers", "opcode_dim", "aggr", "pooling", "loss", "pair_weight", "configs_per_graph",
-                 "graphs_per_step", "epochs", "patience", "lr", "weight_decay", "seed", "device")
+                 "graphs_per_step", "epochs", "patience", "lr", "weight_decay", "seed", "device", "threads", "readout")
         params = {name: getattr(self, name) for name in names}
         params["pooling"] = list(params["pooling"]) if isinstance(params["pooling"], list | tuple) else params["pooling"]
         return params
@@ -154,6 +173,8 @@ class CostModel:
         self._check_compatible(train, "graphs")
         if self.task_ == "layout" and self.join == "late":
             raise UserError("join='late': layout configurations belong to nodes; layout graphs need join='early'")
+        if self.readout == "additive" and self.join == "late":
+            raise UserError("readout='additive' sums the nodes' own costs, which must see the configuration: use join='early'")
         loss = self._loss()
         val = None if val_graphs is None else check_graphs(val_graphs, "val_graphs")
         if val is not None:
@@ -164,8 +185,11 @@ class CostModel:
         learnable = self._learnable(train)
         self.featurizer_ = Featurizer.fit([g for g, _, _ in learnable])
         items = [_Item(self.featurizer_.encode(g), target, runs) for g, target, runs in learnable]
+        per_pair = float(np.mean([len(g.opcodes) for g, _, _ in learnable]))
+        self.threads_ = self.threads or sized_threads(per_pair * self.graphs_per_step * (self.configs_per_graph if self.join == "early" else 1))
         self.net_ = self._network().to(device)
-        self._train(items, val, loss, rng, device, on_epoch)
+        with threads(self.threads_):
+            self._train(items, val, loss, rng, device, on_epoch)
         return self
 
     def _loss(self) -> Loss:
@@ -206,7 +230,7 @@ class CostModel:
     def _network(self) -> CostNet:
         return CostNet(opcodes=len(self.featurizer_.vocabulary), node_features=self.shape_[0], config_features=self.shape_[1],
                        hidden=self.hidden, opcode_dim=self.opcode_dim, layers=self.layers, aggr=self.aggr, join=self.join,
-                       pooling=self.pooling)
+                       pooling=self.pooling, totals=len(self.featurizer_.total_keys), readout=self.readout)
 
     def _train(self, items: list[_Item], val: list[TensorGraph] | None, loss: Loss, rng: np.random.RandomState,
                device: torch.device, on_epoch: Callable[[int, float, float], None] | None) -> None:
@@ -277,12 +301,14 @@ class CostModel:
             return self
         (_, target, runs), = self._learnable([graph])
         item = _Item(self.featurizer_.encode(graph), target, runs)
+        pairs = min(len(runs), self.configs_per_graph) if self.join == "early" else 1
         device = next(self.net_.parameters()).device
         optimizer = torch.optim.Adam(self.net_.parameters(), lr=self.lr, weight_decay=self.weight_decay)
         rng = np.random.RandomState(self.seed)
         loss = self._loss()
-        for _ in range(passes):
-            self._epoch([item], optimizer, loss, rng, device)
+        with threads(self.threads or sized_threads(len(graph.opcodes) * pairs)):
+            for _ in range(passes):
+                self._epoch([item], optimizer, loss, rng, device)
         return self
 
     # -- prediction ----------------------------------------------------------------------------------------------
@@ -294,7 +320,9 @@ class CostModel:
         if not isinstance(graph, TensorGraph):
             raise UserError(f"graph: {brief(graph)} is not a TensorGraph")
         self._check_compatible([graph], "graph")
-        out = self._outputs(self.featurizer_.encode(graph))
+        pairs = len(graph.runtime) if self.join == "early" else 1
+        with threads(self.threads or sized_threads(min(PREDICT_NODES, len(graph.opcodes) * pairs))):
+            out = self._outputs(self.featurizer_.encode(graph))
         return self._runtimes(out) if self.task_ == "absolute" else out
 
     def _runtimes(self, out: np.ndarray) -> np.ndarray:
