@@ -27,11 +27,10 @@ def main() -> None:
     parser.add_argument("--params", default="{}", help='JSON hyper-parameters of the GNN, e.g. {"hidden": 128, "layers": 3}')
     args = parser.parse_args()
     gnn = json.loads(args.params)
-    torch.set_num_threads(1)
     identity = cpu_identity()
     graphs = real_tpu_tiles() if args.data == "tpu-tiles" else read_folder(args.data)
     models = args.models or ("gnn,gbdt,roofline" if graphs[0].task == "absolute" else "gnn,gbdt,heuristic,default")
-    print(f"CPU {identity.model_name} ({identity.short_id}), torch {torch.__version__} on 1 thread; "
+    print(f"CPU {identity.model_name} ({identity.short_id}), torch {torch.__version__} (threads sized by the model); "
           f"{len(graphs)} graphs ({len({g.program for g in graphs})} programs), {sum(len(g.runtime) for g in graphs)} runs")
     seeds = [int(s) for s in args.seeds.split(",")]
     print("GNN hyper-parameters:", gnn or "defaults")

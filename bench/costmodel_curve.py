@@ -30,7 +30,7 @@ from engine.surrogates.difftune.measure import cpu_identity
 
 def nested_programs(programs: list[str], shares: list[float], seed: int) -> dict[float, set[str]]:
     """Each share's programs, a prefix of one shuffled order, so that a smaller share is inside every larger one."""
-    order = list(np.random.default_rng(seed).permutation(sorted(programs)))
+    order = list(np.random.default_rng(seed).permutation(sorted(set(programs))))
     return {share: set(order[:max(1, round(share * len(order)))]) for share in shares}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from storage import Store
@@ -75,6 +76,24 @@ def test_evaluate_from_the_page_stores_a_second_evaluation(world):
         stored = evaluations(store)
     assert stored["name"].tolist()[0] == "from the page" and len(stored) >= 2
     assert table(at, "τ (mean)")["model"].tolist() == ["heuristic", "default"]  # the new one is shown
+
+
+def test_an_evaluation_of_foreign_graphs_says_what_their_columns_are(world, tmp_path):
+    """Graphs of another schema (no feature names, 70 node features): the stored evaluation shows the one line."""
+    rng = np.random.default_rng(1)
+    for i in range(4):
+        np.savez(tmp_path / f"foreign_{i}.npz", node_opcode=rng.integers(0, 5, 6), node_feat=rng.random((6, 70), np.float32),
+                 edge_index=np.array([[j + 1, j] for j in range(5)]), config_feat=rng.random((5, 3), np.float32),
+                 config_runtime=rng.integers(100, 200, 5))
+    at = section()
+    at.text_input(key="cm_ev_data").input(str(tmp_path))
+    at.text_input(key="cm_ev_seeds").input("0")
+    at.number_input(key="cm_ev_folds").set_value(2)
+    at.multiselect(key="cm_ev_models").set_value(["gbdt"])
+    submit(at, "Evaluate")
+    assert not at.exception and not at.error, (at.exception, at.error)
+    notes = [box.value for box in at.info if "carry no feature names" in box.value]
+    assert len(notes) == 1 and "70 node features" in notes[0] and "3 configuration columns" in notes[0]
 
 
 def test_bad_input_is_one_error_line(world, tmp_path):
