@@ -183,7 +183,6 @@ class CostNet(nn.Module):
                  layers: int, aggr: str, join: str, pooling: Sequence[str], totals: int = 0, readout: str = "pool") -> None:
         super().__init__()
         self.join = join
-        self.readout = readout
         self.pooling = tuple(pooling)
         early = config_features + 1 if join == "early" else 0
         late = hidden if join == "late" else 0
