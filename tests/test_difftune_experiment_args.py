@@ -71,6 +71,14 @@ def test_training_refuses_a_seed_numpy_cannot_take_before_storing_the_surrogate(
         assert surrogate(store, "big-seed") is None
 
 
+@pytest.mark.parametrize(("device", "needle"), [("gpu0", "is not a torch device name"), ("meta", "is not supported")])
+def test_training_refuses_a_device_before_storing_the_surrogate(world: Path, device: str, needle: str) -> None:
+    one_line_error(cli("difftune", "train", "--dataset", "tiny", "--name", "elsewhere", "--device", device, *TINY, db=world),
+                   "device", device, needle)
+    with Store(world) as store:
+        assert surrogate(store, "elsewhere") is None
+
+
 def test_a_table_learnt_before_the_run_stops_is_kept(world: Path) -> None:
     """Stopped (SIGTERM, as Ctrl-C) during greedy search, the run keeps DiffTune's table, learnt just before."""
     command = [str(Path(sys.executable).with_name("tunelab")), "--db", str(world), "difftune", "experiment", "recovery",

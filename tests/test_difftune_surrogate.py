@@ -8,11 +8,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from engine.errors import UserError
 from engine.surrogates.difftune.decode import Block
+from engine.surrogates.difftune.encoding import encode
 from engine.surrogates.difftune.sampling import sample_table
 from engine.surrogates.difftune.surrogate import Featuriser, ParamLstm, SurrogateConfig, feature_names
 from engine.surrogates.difftune.tokens import PAD, UNK, Vocabulary, block_tokens
-from engine.surrogates.difftune.train import Samples, load_surrogate, split_blocks, train
+from engine.surrogates.difftune.train import Samples, device_of, load_surrogate, split_blocks, train
 from tests.helpers.difftune_tiny import MODEL, TINY, tiny_blocks, tiny_samples
 
 
@@ -95,3 +97,35 @@ def test_resuming_equals_training_without_a_stop(samples: Samples, tmp_path) -> 
     assert loaded.featuriser.vocabulary == resumed.featuriser.vocabulary
     table = samples.table(0, 0)
     assert np.allclose(loaded.predict([samples.blocks[0]], [table]), resumed.predict([samples.blocks[0]], [table]))
+
+
+def test_encoded_batches_are_the_featurisers_tensors(samples: Samples) -> None:
+    """The tensors training gathers per batch equal what the featuriser builds block by block, and drawing the
+    tables on worker processes changes nothing."""
+    featuriser = Featuriser(Vocabulary.build(samples.blocks), MODEL.resources)
+    encoded = encode(samples.frame, samples.blocks, MODEL, featuriser)
+    assert len(encoded) == len(samples.frame)
+    index = np.array([5, 0, 41, 300, 5, 599, 17])
+    (tokens, block_of, rows, globals_), cycles = encoded.batch(index)
+    picked = samples.frame.iloc[index]
+    chosen = [samples.blocks[b] for b in picked["block"]]
+    want_tokens, want_block_of, want_rows, want_globals = featuriser.batch(
+        chosen, [samples.table(b, s) for b, s in zip(picked["block"], picked["seed"])])
+    for got, want in ((tokens.ids, want_tokens.ids), (tokens.token_counts, want_tokens.token_counts),
+                      (tokens.lengths, want_tokens.lengths)):
+        assert torch.equal(got[block_of], want[want_block_of])
+    assert torch.equal(rows, want_rows) and torch.equal(globals_, want_globals)
+    assert cycles.tolist() == picked["cycles"].astype(float).tolist()
+    many = encode(samples.frame, samples.blocks, MODEL, featuriser, workers=2)
+    assert torch.equal(many.rows, encoded.rows) and torch.equal(many.offset, encoded.offset)
+
+
+def test_a_device_this_machine_lacks_is_refused_in_one_line() -> None:
+    with pytest.raises(UserError, match="device: 'gpu0'"):
+        device_of("gpu0")
+    with pytest.raises(UserError, match="device: 'meta' is not supported"):
+        device_of("meta")
+    if not torch.cuda.is_available():
+        with pytest.raises(UserError, match="sees no CUDA GPU"):
+            device_of("cuda")
+    assert device_of(None).type == "cpu"

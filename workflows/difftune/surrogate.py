@@ -17,10 +17,11 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError, brief
+from engine.surrogates._torch import available_cpus
 from engine.surrogates.difftune.dataset import load_dataset
 from engine.surrogates.difftune.params import from_document
 from engine.surrogates.difftune.surrogate import Surrogate
-from engine.surrogates.difftune.train import Samples, TrainConfig, evaluate, history, load_surrogate, split_blocks, train
+from engine.surrogates.difftune.train import Samples, TrainConfig, device_of, evaluate, history, load_surrogate, split_blocks, train
 from storage import Store
 from storage.difftune.datasets import dataset
 from storage.difftune.experiments import create_surrogate, surrogate, update_surrogate
@@ -67,12 +68,14 @@ def surrogate_folder(store: Store, name: str) -> Path:
 
 def train_surrogate(store: Store, *, dataset_name: str, name: str | None = None, epochs: int = 6,
                     config: TrainConfig = TrainConfig(), max_seconds: float | None = None,
-                    on_step: Callable[[dict[str, Any]], None] | None = None) -> TrainedSurrogate:
+                    on_step: Callable[[dict[str, Any]], None] | None = None, device: str | None = None) -> TrainedSurrogate:
     """Train (or continue training) the surrogate ``name`` (default ``<data set>-h<hidden>``) for ``epochs``
-    epochs in all, then score it on the test blocks."""
+    epochs in all on ``device`` (default the CPU; ``cuda`` for a GPU), then score it on the test blocks. The
+    samples' tables are drawn on as many processes as this one may use CPUs."""
     started = time.monotonic()
     name = name or f"{dataset_name}-h{config.hidden}"
     check_name(name)
+    device_of(device)  # a GPU this machine lacks is refused before anything is recorded
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise UserError(f"epochs: must be a positive integer, got {brief(epochs)}")
     row = surrogate(store, name)
@@ -91,11 +94,13 @@ def train_surrogate(store: Store, *, dataset_name: str, name: str | None = None,
                          seconds=now - epoch_started[0])
         epoch_started[0] = now
 
-    trained, curves = train(samples, folder, epochs, config, max_seconds, on_step=on_step, on_epoch=record)
+    workers = available_cpus()
+    trained, curves = train(samples, folder, epochs, config, max_seconds, on_step=on_step, on_epoch=record,
+                            device=device, workers=workers)
     _, _, test_blocks = split_blocks(len(samples.blocks), config.split_seed)
     held_out = samples.restrict(test_blocks)
     held_out = Samples(held_out.frame.iloc[:TEST_SAMPLES], held_out.blocks, held_out.model)
-    test_mape = evaluate(trained, held_out) if len(held_out.frame) else None
+    test_mape = evaluate(trained, held_out, device=device, workers=workers) if len(held_out.frame) else None
     done = int(curves["epoch"].max()) if len(curves) else 0
     val = curves["val_mape"].dropna()
     update_surrogate(store, name, epochs_done=done, val_mape=float(val.iloc[-1]) if len(val) else None, seconds=0.0,

@@ -38,6 +38,8 @@ def register_learning(actions: argparse._SubParsersAction[argparse.ArgumentParse
     p.add_argument("--batch", type=int, default=256, action=bounded(1, MAX_COUNT), help="samples per step")
     p.add_argument("--seed", type=int, default=0, action=bounded(0, MAX_NUMPY_SEED), help="network and batch order seed")
     p.add_argument("--max-minutes", type=float, help="stop after the epoch that would overrun this (rerun to continue)")
+    p.add_argument("--device", default="cpu", help="where to train: cpu, or cuda for a GPU (DiffTune's full size: "
+                                                   "--embedding 256 --hidden 256 --layers 4)")
     add_json(p)
     p.set_defaults(func=_train)
 
@@ -95,7 +97,7 @@ def _train(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         result = train_surrogate(store, dataset_name=args.dataset, name=args.name, epochs=args.epochs, config=config,
                                  max_seconds=None if args.max_minutes is None else 60 * args.max_minutes,
-                                 on_step=progress if shown else None)
+                                 on_step=progress if shown else None, device=args.device)
     if shown:
         print(file=sys.stderr)
     scores = ", ".join(f"{label} MAPE {value:.2%}" for label, value in

@@ -30,9 +30,10 @@ import pandas as pd
 from engine.errors import UserError, brief
 from engine.surrogates._torch import torch
 from engine.surrogates.difftune.decode import Block
+from engine.surrogates.difftune.encoding import EncodedSamples, encode
 from engine.surrogates.difftune.params import ParamTable, from_document
 from engine.surrogates.difftune.sampling import sample_table
-from engine.surrogates.difftune.surrogate import Featuriser, ParamLstm, Surrogate, SurrogateConfig, param_matrix, stack_rows, table_globals
+from engine.surrogates.difftune.surrogate import Featuriser, ParamLstm, Surrogate, SurrogateConfig
 from engine.surrogates.difftune.tokens import Vocabulary
 
 CHECKPOINT = "checkpoint.pt"
@@ -102,32 +103,6 @@ class TrainConfig:
             raise UserError(f"ema_beta: must be a number from 0 up to 1 (excluded), got {brief(self.ema_beta)}")
 
 
-@dataclass(frozen=True)
-class _Encoded:
-    """Samples with their θ rows computed once: per sample the rows of its block's instructions."""
-
-    blocks: list[Block]
-    rows: list[np.ndarray]
-    globals_: np.ndarray
-    cycles: np.ndarray
-
-    @classmethod
-    def of(cls, samples: Samples, resources: Sequence[str]) -> _Encoded:
-        blocks, rows, globals_ = [], [], []
-        for b, seed in zip(samples.frame["block"].to_numpy(), samples.frame["seed"].to_numpy()):
-            block = samples.blocks[int(b)]
-            table = samples.table(int(b), int(seed))
-            blocks.append(block)
-            rows.append(param_matrix(table, [i.key for i in block.instructions], resources))
-            globals_.append(table_globals(table))
-        return cls(blocks, rows, np.array(globals_, dtype=np.float32).reshape(-1, 2),
-                   samples.frame["cycles"].to_numpy(dtype=np.float32))
-
-    def inputs(self, featuriser: Featuriser, index: np.ndarray) -> tuple[Any, ...]:
-        return (*featuriser.block_inputs([self.blocks[i] for i in index]), stack_rows([self.rows[i] for i in index]),
-                torch.from_numpy(self.globals_[index]))
-
-
 def mape(predicted: torch.Tensor, truth: torch.Tensor) -> torch.Tensor:
     """§5's loss: mean(|ŷ − y| / y)."""
     return ((predicted - truth).abs() / truth).mean()
@@ -145,22 +120,41 @@ def _batches(lengths: np.ndarray, size: int, rng: np.random.RandomState) -> list
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
-def _evaluate(surrogate: Surrogate, data: _Encoded, batch: int) -> float:
+def _evaluate(surrogate: Surrogate, data: EncodedSamples, batch: int) -> float:
     surrogate.network.train(False)
-    lengths = np.array([len(b.instructions) for b in data.blocks])
-    order = np.argsort(lengths, kind="stable")
+    order = np.argsort(data.lengths, kind="stable")
     total = 0.0
     with torch.no_grad():
         for start in range(0, len(order), batch):
             index = order[start:start + batch]
-            predicted = surrogate.network(*data.inputs(surrogate.featuriser, index))
-            total += float(mape(predicted, torch.from_numpy(data.cycles[index]))) * len(index)
+            inputs, cycles = data.batch(index)
+            total += float(mape(surrogate.network(*inputs), cycles)) * len(index)
     return total / max(len(order), 1)
 
 
-def evaluate(surrogate: Surrogate, samples: Samples, batch: int = 1024) -> float:
-    """MAPE of the surrogate against the simulator on ``samples`` (held-out blocks × random θ)."""
-    return _evaluate(surrogate, _Encoded.of(samples, surrogate.featuriser.resources), batch)
+def device_of(name: str | None) -> torch.device:
+    """``name`` as a torch device (default the CPU); one that this machine lacks is refused in one line."""
+    try:
+        device = torch.device(name or "cpu")
+    except RuntimeError:
+        raise UserError(f"device: {brief(name)} is not a torch device name (cpu, cuda, cuda:1, ...)") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise UserError(f"device: {brief(name)} asked for, but this torch sees no CUDA GPU")
+    if device.type not in ("cpu", "cuda"):
+        raise UserError(f"device: {brief(name)} is not supported (cpu or cuda)")
+    return device
+
+
+def evaluate(surrogate: Surrogate, samples: Samples, batch: int = 1024, device: str | None = None,
+             workers: int = 1) -> float:
+    """MAPE of the surrogate against the simulator on ``samples`` (held-out blocks × random θ), computed on
+    ``device`` (the network is put back on the CPU after)."""
+    where = device_of(device)
+    surrogate.network.to(where)
+    try:
+        return _evaluate(surrogate, encode(samples.frame, samples.blocks, samples.model, surrogate.featuriser, workers).to(where), batch)
+    finally:
+        surrogate.network.to("cpu")
 
 
 def _surrogate(config: TrainConfig, vocabulary: Vocabulary, resources: Sequence[str]) -> Surrogate:
@@ -253,11 +247,14 @@ def history(folder: str | Path) -> pd.DataFrame:
 
 def train(samples: Samples, folder: str | Path, epochs: int, config: TrainConfig = TrainConfig(),
           max_seconds: float | None = None, on_step: Callable[[dict[str, Any]], None] | None = None,
-          on_epoch: Callable[[dict[str, Any]], None] | None = None) -> tuple[Surrogate, pd.DataFrame]:
+          on_epoch: Callable[[dict[str, Any]], None] | None = None, device: str | None = None,
+          workers: int = 1) -> tuple[Surrogate, pd.DataFrame]:
     """Train until ``epochs`` epochs are done, resuming from ``folder``'s checkpoint when it has one (its
-    configuration must be ``config``); returns the surrogate and the history. With ``max_seconds``, stop
-    after the epoch past which another epoch as long as the last would overrun it (a later call resumes).
-    ``on_step`` gets each step's history record, ``on_epoch`` the last one of each checkpointed epoch."""
+    configuration must be ``config``); returns the surrogate (on the CPU) and the history. With ``max_seconds``,
+    stop after the epoch past which another epoch as long as the last would overrun it (a later call resumes).
+    ``on_step`` gets each step's history record, ``on_epoch`` the last one of each checkpointed epoch.
+    ``device`` trains there (a GPU: ``cuda``); ``workers`` processes encode the samples' tables."""
+    where = device_of(device)
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     train_blocks, val_blocks, _ = split_blocks(len(samples.blocks), config.split_seed)
@@ -271,31 +268,33 @@ def train(samples: Samples, folder: str | Path, epochs: int, config: TrainConfig
         surrogate = resumed.surrogate()
     else:
         surrogate = _surrogate(config, Vocabulary.build(samples.blocks[i] for i in train_blocks), samples.model.resources)
+    surrogate.network.to(where)
     optimiser = torch.optim.Adam(surrogate.network.parameters(), lr=config.lr, betas=(0.9, 0.999))
     state: dict[str, Any] = {"epoch": 0, "step": 0, "ema": None, "history": [], "config": asdict(config),
                              "model": samples.model.to_document()}
     if resumed is not None:
         state.update(resumed.resume(optimiser))
     if state["epoch"] >= epochs:
+        surrogate.network.to("cpu")
         return surrogate, pd.DataFrame(state["history"])
-    data = _Encoded.of(samples.restrict(train_blocks), surrogate.featuriser.resources)
-    val = _Encoded.of(samples.restrict(val_blocks), surrogate.featuriser.resources)
-    lengths = np.array([len(b.instructions) for b in data.blocks])
+    data, val = (encode(part.frame, part.blocks, part.model, surrogate.featuriser, workers).to(where)
+                 for part in (samples.restrict(train_blocks), samples.restrict(val_blocks)))
     begun = time.perf_counter()
     for epoch in range(state["epoch"] + 1, epochs + 1):
         started = time.perf_counter()
         surrogate.network.train()
-        batches = _batches(lengths, config.batch, np.random.RandomState([config.seed, epoch]))
+        batches = _batches(data.lengths, config.batch, np.random.RandomState([config.seed, epoch]))
         for n, index in enumerate(batches, start=1):
             optimiser.zero_grad()
-            loss = mape(surrogate.network(*data.inputs(surrogate.featuriser, index)), torch.from_numpy(data.cycles[index]))
+            inputs, cycles = data.batch(index)
+            loss = mape(surrogate.network(*inputs), cycles)
             torch.autograd.backward(loss)
             torch.nn.utils.clip_grad_norm_(surrogate.network.parameters(), config.clip)
             optimiser.step()
             state["step"] += 1
             value = float(loss.detach())
             state["ema"] = value if state["ema"] is None else config.ema_beta * state["ema"] + (1 - config.ema_beta) * value
-            val_mape = _evaluate(surrogate, val, 4 * config.batch) if n == len(batches) and len(val.blocks) else float("nan")
+            val_mape = _evaluate(surrogate, val, 4 * config.batch) if n == len(batches) and len(val) else float("nan")
             state["history"].append({"epoch": epoch, "step": state["step"], "loss": value, "ema": state["ema"],
                                      "val_mape": val_mape, "seconds": time.perf_counter() - started,
                                      "batches": len(batches)})
@@ -309,6 +308,7 @@ def train(samples: Samples, folder: str | Path, epochs: int, config: TrainConfig
         if max_seconds is not None and (now - begun) + (now - started) > max_seconds:
             break
     surrogate.network.train(False)
+    surrogate.network.to("cpu")
     return surrogate, pd.DataFrame(state["history"])
 
 
