@@ -175,6 +175,7 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--no-bound", action="store_true", help="DiffTune's own head, without the throughput bound")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--fit", action="store_true", help="measure the rate and cut the data to fit (on a GPU always)")
     parser.add_argument("--workers", type=int, default=1, help="processes encoding the samples' tables")
@@ -185,13 +186,13 @@ def main() -> None:
     parser.add_argument("--cache", default=".cache/difftune")
     args = parser.parse_args()
     if args.device == "cpu":
-        torch.set_num_threads(THREADS)
+        torch.set_num_threads(min(THREADS, available_cpus()))
     gpu = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else "none"
     print(f"CPU {_cpu_label()} ({available_cpus()} usable); torch {torch.__version__}, threads {torch.get_num_threads()}; GPU {gpu}")
     samples = _data(args)
     train_b, val_b, test_b = split_blocks(len(samples.blocks))
     config = TrainConfig(embedding=args.embedding or args.hidden, hidden=args.hidden, layers=args.layers,
-                         batch=args.batch, lr=args.lr)
+                         batch=args.batch, lr=args.lr, bound=not args.no_bound)
     folder = Path(args.folder)
     if args.load:
         test = samples.restrict(test_b)
@@ -240,7 +241,7 @@ def main() -> None:
     n_train = int(train_samples.frame["block"].isin(train_b).sum())
     print(f"train {n_train:,} samples ({len(train_b)} blocks), val {len(val_b)} blocks, test {len(test.frame):,} samples "
           f"({len(test_b)} blocks, scored in {time.perf_counter() - start:.0f} s); embedding {config.embedding}, "
-          f"hidden {args.hidden}, {args.layers} layers, batch {args.batch}, lr {args.lr}, "
+          f"hidden {args.hidden}, {args.layers} layers, batch {args.batch}, lr {args.lr}, bound {config.bound}, "
           f"{sum(p.numel() for p in surrogate.network.parameters()):,} weights")
     print(f"epochs {len(epochs)}, {np.mean(epochs):.0f} s per epoch, {trained:.0f} s in this run (with encoding)")
     print(f"TEST MAPE (held-out blocks × random θ): {test_mape:.2%}  (goal ≤ 10%)")

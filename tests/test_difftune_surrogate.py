@@ -3,6 +3,8 @@ training that learns, resuming that changes nothing, and the split by block."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -12,7 +14,7 @@ from engine.errors import UserError
 from engine.surrogates.difftune.decode import Block
 from engine.surrogates.difftune.encoding import encode
 from engine.surrogates.difftune.sampling import sample_table
-from engine.surrogates.difftune.surrogate import Featuriser, ParamLstm, SurrogateConfig, feature_names
+from engine.surrogates.difftune.surrogate import Featuriser, ParamLstm, SurrogateConfig, capacities, feature_names
 from engine.surrogates.difftune.tokens import PAD, UNK, Vocabulary, block_tokens
 from engine.surrogates.difftune.train import Samples, device_of, load_surrogate, split_blocks, train
 from tests.helpers.difftune_tiny import MODEL, TINY, tiny_blocks, tiny_samples
@@ -129,3 +131,42 @@ def test_a_device_this_machine_lacks_is_refused_in_one_line() -> None:
         with pytest.raises(UserError, match="sees no CUDA GPU"):
             device_of("cuda")
     assert device_of(None).type == "cpu"
+
+
+def test_the_throughput_bound_comes_from_theta_and_ignores_padding(blocks: list[Block]) -> None:
+    """dispatch = 100 · Σ µops ÷ width and busiest = 100 · max over columns of Σ cycles ÷ units, per block, with
+    gradients into the rows and the width; a group column counts its members' units."""
+    featuriser = Featuriser(Vocabulary.build(blocks), MODEL.resources)
+    chosen = [blocks[0], blocks[11]]  # 1 and 4 instructions
+    tables = [sample_table({x.key for x in b.instructions}, MODEL, s) for s, b in enumerate(chosen, start=3)]
+    tokens, block_of, rows, globals_ = featuriser.batch(chosen, tables)
+    assert capacities(MODEL) == (1.0, 1.0, 1.0, 1.0, 2.0)  # P0..P5, then the group P01
+    network = ParamLstm(SurrogateConfig(len(featuriser.vocabulary), featuriser.features, 8, 8, 1, capacities(MODEL)))
+    rows.requires_grad_(True)
+    globals_.requires_grad_(True)
+    dispatch, busiest = network.bounds(rows, globals_, tokens.lengths[block_of])
+    for b, (block, table) in enumerate(zip(chosen, tables)):
+        keys = [i.key for i in block.instructions]
+        uops = sum(table.rows[k].uops for k in keys)
+        pressure = {u: sum(dict(table.rows[k].port_cycles).get(u, 0) for k in keys) for u, _ in MODEL.units}
+        assert float(dispatch[b].detach()) == pytest.approx(max(100 * uops / table.dispatch_width, 1))
+        assert float(busiest[b].detach()) == pytest.approx(max(100 * max(pressure.values()), 1))
+    (dispatch.sum() + busiest.sum()).backward()
+    assert float(globals_.grad[:, 0].abs().sum()) > 0 and float(rows.grad.abs().sum()) > 0
+    assert float(rows.grad[0, 1:].abs().sum()) == 0  # the 1-instruction block's padding does not count
+    predicted = network(tokens, block_of, rows.detach(), globals_.detach())
+    assert bool((predicted > 0).all())
+
+
+def test_a_checkpoint_from_before_the_bound_loads_without_it(samples: Samples, tmp_path) -> None:
+    old = replace(TINY, bound=False)
+    trained, _ = train(samples, tmp_path, epochs=1, config=old)
+    checkpoint = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    del checkpoint["config"]["bound"]  # what a checkpoint written before the bound holds
+    torch.save(checkpoint, tmp_path / "checkpoint.pt")
+    loaded = load_surrogate(tmp_path)
+    assert loaded.network.config.capacities == () and loaded.network.head.in_features == TINY.hidden
+    table = samples.table(0, 0)
+    assert np.allclose(loaded.predict([samples.blocks[0]], [table]), trained.predict([samples.blocks[0]], [table]))
+    bounded, _ = train(samples, tmp_path / "bounded", epochs=1, config=TINY)
+    assert bounded.network.config.capacities == capacities(MODEL) and bounded.network.head.in_features == TINY.hidden + 2

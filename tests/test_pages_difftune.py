@@ -80,7 +80,7 @@ def test_train_a_surrogate_from_the_page_and_see_its_curves(world):
     assert progressed, "no progress bar while the surrogate trained"
     assert not at.exception and not at.error and "Surrogate 's' trained to epoch 1" in at.success[0].value
     row = table(at, "test_mape").iloc[0]
-    assert (row["name"], row["dataset"], row["hidden"], row["epochs_done"]) == ("s", "tiny", 16, 1)
+    assert (row["name"], row["dataset"], row["hidden"], row["bound"], row["epochs_done"]) == ("s", "tiny", 16, True, 1)
     assert 0 < row["val_mape"] < 5 and 0 < row["test_mape"] < 5
     curves = {trace["name"]: trace for trace in chart(at, "dt_sg_curves")}
     assert len(values(curves["validation MAPE (per epoch)"]["y"])) == 1 and len(values(curves["moving average"]["x"])) == 15

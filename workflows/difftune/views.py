@@ -48,10 +48,12 @@ def dataset_overview(store: Store) -> pd.DataFrame:
 
 
 def surrogate_overview(store: Store) -> pd.DataFrame:
-    """The trained surrogates, oldest first: name, data set, network sizes (from the training configuration),
-    epochs, validation and test MAPE and training minutes."""
+    """The trained surrogates, oldest first: name, data set, network sizes and whether a throughput bound is under
+    its prediction (from the training configuration; surrogates from before the bound have none), epochs,
+    validation and test MAPE and training minutes."""
     frame = surrogates(store)
-    sizes = pd.DataFrame([{k: c.get(k) for k in _SIZES} for c in frame["config"]], index=frame.index, columns=_SIZES)
+    sizes = pd.DataFrame([{**{k: c.get(k) for k in _SIZES}, "bound": bool(c.get("bound", False))} for c in frame["config"]],
+                         index=frame.index, columns=[*_SIZES, "bound"])
     return pd.concat([frame[["name", "dataset"]], sizes, frame[["epochs_done", "val_mape", "test_mape"]],
                       (frame["seconds"] / 60).rename("minutes")], axis=1)
 

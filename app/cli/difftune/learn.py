@@ -38,6 +38,8 @@ def register_learning(actions: argparse._SubParsersAction[argparse.ArgumentParse
     p.add_argument("--batch", type=int, default=256, action=bounded(1, MAX_COUNT), help="samples per step")
     p.add_argument("--seed", type=int, default=0, action=bounded(0, MAX_NUMPY_SEED), help="network and batch order seed")
     p.add_argument("--max-minutes", type=float, help="stop after the epoch that would overrun this (rerun to continue)")
+    p.add_argument("--no-bound", action="store_true", help="DiffTune's own head: no throughput bound under the "
+                                                           "prediction (the bound is the default: far lower MAPE)")
     p.add_argument("--device", default="cpu", help="where to train: cpu, or cuda for a GPU (DiffTune's full size: "
                                                    "--embedding 256 --hidden 256 --layers 4)")
     add_json(p)
@@ -93,7 +95,8 @@ def _train(args: argparse.Namespace) -> int:
             print(f"\repoch {step['epoch']} step {step['step']:,}: loss {step['loss']:.4f}, EMA {step['ema']:.4f}",
                   end="", file=sys.stderr, flush=True)
 
-    config = TrainConfig(embedding=args.embedding, hidden=args.hidden, layers=args.layers, batch=args.batch, seed=args.seed)
+    config = TrainConfig(embedding=args.embedding, hidden=args.hidden, layers=args.layers, batch=args.batch, seed=args.seed,
+                         bound=not args.no_bound)
     with open_store(args) as store:
         result = train_surrogate(store, dataset_name=args.dataset, name=args.name, epochs=args.epochs, config=config,
                                  max_seconds=None if args.max_minutes is None else 60 * args.max_minutes,

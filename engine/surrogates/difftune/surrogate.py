@@ -13,6 +13,14 @@ Target scaling (deviation from §4.6's cycles ÷ 10,000): the head predicts log 
 iteration, the prediction is ``100 · n · exp(head)``. It is positive, so MAPE never sees a sign flip, and
 the head's output stays O(1) for blocks of 1 to 200 instructions.
 
+Throughput bound (a deviation, on by default: ``SurrogateConfig.capacities``): the prediction is instead
+``bound · exp(head)``, where ``bound`` is the larger of two throughput limits computed from θ itself, dispatch
+(100 · Σ µops ÷ dispatch width) and the busiest resource (100 · max over columns of Σ cycles ÷ the units the
+column stands for), and the head also reads both limits' logs per instruction. Why: on 100,000 samples of the
+Zen 3 data set that bound alone is within 12.4% MAPE of the simulator, while the network without it stayed
+near 36% on a CPU's budget; the network now learns only what the bound misses (dependency chains, the ROB,
+scheduling), and the gradient reaches θ through the bound too.
+
 Sizes: CPU runs use hidden 64-128 and 2 layers (the defaults below); DiffTune's full size (for a GPU) is
 ``SurrogateConfig(embedding=256, hidden=256, layers=4)``.
 """
@@ -57,6 +65,12 @@ def param_matrix(table: ParamTable, keys: Sequence[str], resources: Sequence[str
     return out
 
 
+def capacities(model: ParamTable) -> tuple[float, ...]:
+    """Per resource column, the units it stands for: a unit's count, a group's members' counts summed."""
+    count = dict(model.units)
+    return tuple([float(c) for _, c in model.units] + [float(sum(count[m] for m in members)) for _, members in model.groups])
+
+
 def table_globals(table: ParamTable) -> np.ndarray:
     """The two learnt globals: dispatch width, ROB size."""
     return np.array([table.dispatch_width, table.rob_size], dtype=np.float32)
@@ -71,6 +85,8 @@ class SurrogateConfig:
     embedding: int = 64
     hidden: int = 64
     layers: int = 2
+    #: Units each resource column stands for (:func:`capacities`); empty: no throughput bound (the first design).
+    capacities: tuple[float, ...] = ()
 
     def to_document(self) -> dict[str, Any]:
         return asdict(self)
@@ -113,7 +129,9 @@ class ParamLstm(nn.Module):
         self.embed = nn.Embedding(config.vocabulary, config.embedding, padding_idx=0)
         self.token_lstm = nn.LSTM(config.embedding, config.hidden, config.layers, batch_first=True)
         self.instr_lstm = nn.LSTM(config.hidden + config.features + 2, config.hidden, config.layers, batch_first=True)
-        self.head = nn.Linear(config.hidden, 1)
+        self.head = nn.Linear(config.hidden + (2 if config.capacities else 0), 1)
+        self.capacity: torch.Tensor
+        self.register_buffer("capacity", torch.tensor(config.capacities, dtype=torch.float32), persistent=False)
 
     def instruction_vectors(self, tokens: BlockTokens) -> torch.Tensor:
         """``[U, I, hidden]``; zeros for padding instructions."""
@@ -132,8 +150,23 @@ class ParamLstm(nn.Module):
         params = torch.cat([rows[:, :n_instr], globals_.unsqueeze(1).expand(-1, n_instr, -1)], dim=2) / PARAM_SCALE
         outputs, _ = self.instr_lstm(torch.cat([vectors, params], dim=2))
         lengths = tokens.lengths[block_of]
-        log_per_instruction = self.head(_last(outputs, lengths)).squeeze(1)
-        return ITERATIONS * lengths.to(outputs.dtype) * torch.exp(log_per_instruction)
+        per_instruction = ITERATIONS * lengths.to(outputs.dtype)
+        if not self.config.capacities:
+            return per_instruction * torch.exp(self.head(_last(outputs, lengths)).squeeze(1))
+        dispatch, busiest = self.bounds(rows[:, :n_instr], globals_, lengths)
+        limits = torch.stack([torch.log(dispatch / per_instruction), torch.log(busiest / per_instruction)], dim=1)
+        return torch.maximum(dispatch, busiest) * torch.exp(self.head(torch.cat([_last(outputs, lengths), limits], dim=1)).squeeze(1))
+
+    def bounds(self, rows: torch.Tensor, globals_: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Cycles per 100 iterations ``[B]`` that dispatch alone and the busiest resource alone need, from θ's
+        rows ``[B, I, features]`` (µops at least 1, cycles at least 0, width at least 1, as the simulator
+        reads them) over each block's ``lengths`` instructions; at least 1 cycle, so their logs are finite."""
+        real = (torch.arange(rows.shape[1], device=rows.device).unsqueeze(0) < lengths.unsqueeze(1)).to(rows.dtype)
+        n_resources = len(self.config.capacities)
+        uops = rows[:, :, n_resources + N_SLOTS].clamp(min=1) * real
+        dispatch = ITERATIONS * uops.sum(dim=1) / globals_[:, 0].clamp(min=1)
+        pressure = (rows[:, :, :n_resources].clamp(min=0) * real.unsqueeze(2)).sum(dim=1) / self.capacity
+        return dispatch.clamp(min=1), (ITERATIONS * pressure.max(dim=1).values).clamp(min=1)
 
 
 class Featuriser:

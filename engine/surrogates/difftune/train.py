@@ -33,7 +33,7 @@ from engine.surrogates.difftune.decode import Block
 from engine.surrogates.difftune.encoding import EncodedSamples, encode
 from engine.surrogates.difftune.params import ParamTable, from_document
 from engine.surrogates.difftune.sampling import sample_table
-from engine.surrogates.difftune.surrogate import Featuriser, ParamLstm, Surrogate, SurrogateConfig
+from engine.surrogates.difftune.surrogate import Featuriser, ParamLstm, Surrogate, SurrogateConfig, capacities
 from engine.surrogates.difftune.tokens import Vocabulary
 
 CHECKPOINT = "checkpoint.pt"
@@ -84,6 +84,8 @@ class TrainConfig:
     ema_beta: float = 0.995
     seed: int = 0
     split_seed: int = 0
+    #: The throughput bound under the network's prediction (surrogate.py); checkpoints from before it had none.
+    bound: bool = True
 
     def __post_init__(self) -> None:
         """Refuse what training would only trip over later (numpy's seeds stop at 2**32, after the row is stored)."""
@@ -157,10 +159,11 @@ def evaluate(surrogate: Surrogate, samples: Samples, batch: int = 1024, device: 
         surrogate.network.to("cpu")
 
 
-def _surrogate(config: TrainConfig, vocabulary: Vocabulary, resources: Sequence[str]) -> Surrogate:
-    featuriser = Featuriser(vocabulary, resources)
+def _surrogate(config: TrainConfig, vocabulary: Vocabulary, model: ParamTable) -> Surrogate:
+    featuriser = Featuriser(vocabulary, model.resources)
     torch.manual_seed(config.seed)
-    network = ParamLstm(SurrogateConfig(len(vocabulary), featuriser.features, config.embedding, config.hidden, config.layers))
+    network = ParamLstm(SurrogateConfig(len(vocabulary), featuriser.features, config.embedding, config.hidden, config.layers,
+                                        capacities(model) if config.bound else ()))
     return Surrogate(network, featuriser)
 
 
@@ -184,7 +187,10 @@ class _Checkpoint:
     def surrogate(self) -> Surrogate:
         """The network with the checkpoint's vocabulary, resource model and weights."""
         with _fitting(self.path):
-            surrogate = _surrogate(self.config, Vocabulary.from_document(self.data["vocabulary"]), self.data["resources"])
+            model = from_document(self.data["model"])
+            if model.resources != list(self.data["resources"]):
+                raise ValueError(f"resources {self.data['resources']} are not its model's {model.resources}")
+            surrogate = _surrogate(self.config, Vocabulary.from_document(self.data["vocabulary"]), model)
             surrogate.network.load_state_dict(self.data["network"])
         return surrogate
 
@@ -229,7 +235,7 @@ def _checkpoint(folder: Path) -> _Checkpoint:
     if missing:
         raise UserError(f"checkpoint {str(path)!r}: not a DiffTune surrogate checkpoint (no {missing[0]!r}); {_RETRAIN}")
     with _fitting(path):
-        return _Checkpoint(path, TrainConfig(**data["config"]), data)
+        return _Checkpoint(path, TrainConfig(**{"bound": False, **data["config"]}), data)
 
 
 def load_surrogate(folder: str | Path) -> Surrogate:
@@ -267,7 +273,7 @@ def train(samples: Samples, folder: str | Path, epochs: int, config: TrainConfig
                             f"data set's {brief(list(samples.model.resources))}")
         surrogate = resumed.surrogate()
     else:
-        surrogate = _surrogate(config, Vocabulary.build(samples.blocks[i] for i in train_blocks), samples.model.resources)
+        surrogate = _surrogate(config, Vocabulary.build(samples.blocks[i] for i in train_blocks), samples.model)
     surrogate.network.to(where)
     optimiser = torch.optim.Adam(surrogate.network.parameters(), lr=config.lr, betas=(0.9, 0.999))
     state: dict[str, Any] = {"epoch": 0, "step": 0, "ema": None, "history": [], "config": asdict(config),
