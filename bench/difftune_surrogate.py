@@ -35,10 +35,11 @@ from engine.surrogates._torch import available_cpus, torch
 from engine.surrogates.difftune import bhive
 from engine.surrogates.difftune.decode import Block, block_from_document, decode_blocks
 from engine.surrogates.difftune.defaults import default_table
+from engine.surrogates.difftune.encoding import encode
 from engine.surrogates.difftune.measure import cpu_identity
 from engine.surrogates.difftune.params import ParamTable
 from engine.surrogates.difftune.sampling import sample_table
-from engine.surrogates.difftune.surrogate import Featuriser, ParamLstm, Surrogate, SurrogateConfig
+from engine.surrogates.difftune.surrogate import Featuriser, ParamLstm, Surrogate, SurrogateConfig, capacities
 from engine.surrogates.difftune.tokens import Vocabulary
 from engine.surrogates.difftune.train import CHECKPOINT, Samples, TrainConfig, evaluate, load_surrogate, split_blocks, train
 
@@ -124,13 +125,26 @@ def _export(surrogate: Surrogate, config: TrainConfig, folder: Path, limit: int 
         "resources": surrogate.featuriser.resources, "parts": len(parts)}))
 
 
-def _imported(folder: Path) -> Surrogate:
-    """A network :func:`_export` wrote, read as tensors and plain values only."""
+def _bound_mape(surrogate: Surrogate, samples: Samples, batch: int = 4096) -> float:
+    """MAPE of the throughput bound alone (the larger of the dispatch and busiest-resource limits, no network)."""
+    encoded = encode(samples.frame, samples.blocks, samples.model, surrogate.featuriser)
+    total = 0.0
+    with torch.no_grad():
+        for start in range(0, len(encoded), batch):
+            (tokens, block_of, rows, globals_), cycles = encoded.batch(np.arange(start, min(start + batch, len(encoded))))
+            bound = torch.maximum(*surrogate.network.bounds(rows, globals_, tokens.lengths[block_of]))
+            total += float(((bound - cycles).abs() / cycles).sum())
+    return total / max(len(encoded), 1)
+
+
+def _imported(folder: Path, model: ParamTable) -> Surrogate:
+    """A network :func:`_export` wrote for tables of ``model``'s resource model, read as tensors and plain values
+    only."""
     meta = json.loads((folder / "surrogate.json").read_text())
     config = TrainConfig(**meta["config"])
     featuriser = Featuriser(Vocabulary.from_document(meta["vocabulary"]), meta["resources"])
     network = ParamLstm(SurrogateConfig(len(featuriser.vocabulary), featuriser.features, config.embedding,
-                                        config.hidden, config.layers))
+                                        config.hidden, config.layers, capacities(model) if config.bound else ()))
     weights: dict[str, torch.Tensor] = {}
     for i in range(int(meta["parts"])):
         weights.update(torch.load(folder / f"weights-{i}.pt", weights_only=True, map_location="cpu"))
@@ -197,9 +211,12 @@ def main() -> None:
     if args.load:
         test = samples.restrict(test_b)
         test = Samples(test.frame.iloc[:args.test_limit or None], test.blocks, test.model)
-        mape = evaluate(_imported(Path(args.load)), test, device=args.device, workers=args.workers)
+        imported = _imported(Path(args.load), samples.model)
+        mape = evaluate(imported, test, device=args.device, workers=args.workers)
         print(f"exported network {args.load} on {len(test.frame):,} test samples ({len(test_b)} held-out blocks): "
-              f"TEST MAPE {mape:.2%}")
+              f"TEST MAPE {mape:.2%}", flush=True)
+        if imported.network.config.capacities:
+            print(f"the throughput bound alone (no network) on the same samples: MAPE {_bound_mape(imported, test):.2%}")
         return
     train_samples = samples.restrict(np.concatenate([train_b, val_b]))
     if args.device != "cpu" or args.fit:
