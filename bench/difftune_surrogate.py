@@ -191,6 +191,8 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--no-bound", action="store_true", help="DiffTune's own head, without the throughput bound")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--train-samples", type=int, default=0, help="without --fit: the first N samples of the train "
+                                                                     "and validation blocks only (an ablation's equal data)")
     parser.add_argument("--fit", action="store_true", help="measure the rate and cut the data to fit (on a GPU always)")
     parser.add_argument("--workers", type=int, default=1, help="processes encoding the samples' tables")
     parser.add_argument("--export", help="also write the network as small weight files and a JSON to this folder")
@@ -230,6 +232,8 @@ def main() -> None:
         train_samples = Samples(train_samples.frame.iloc[:wanted], samples.blocks, samples.model)
     else:
         epochs = args.epochs
+        if args.train_samples:
+            train_samples = Samples(train_samples.frame.iloc[:args.train_samples], samples.blocks, samples.model)
     started = time.perf_counter()
     hard = 60 * args.minutes * 1.2
     first_step: list[float] = []
