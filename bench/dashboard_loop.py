@@ -167,7 +167,7 @@ def main() -> None:
         if busy:
             busy.kill()
     identity = cpu_identity()
-    print(f"CPU {identity.short_id} ({identity.model_name}), {os.cpu_count()} cores, "
+    print(f"CPU {identity.label}, {os.cpu_count()} cores, "
           f"{'one other busy process' if busy else 'no other load'}, {args.repeats} repeats")
     print(f"{'interaction':26s} {'median':>7s} {'p95':>7s} {'max':>7s} {'runs':>5s} {'JS':>5s}  target: median <= "
           f"{MEDIAN_TARGET_S:g} s, p95 <= {P95_TARGET_S:g} s")

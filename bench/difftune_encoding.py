@@ -24,18 +24,13 @@ from engine.surrogates.difftune.tokens import Vocabulary
 from engine.surrogates.difftune.train import Samples
 
 
-def _cpu_label() -> str:
-    identity = cpu_identity()
-    return f"{identity.short_id} ({identity.model_name})"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--samples", type=int, default=20_000)
-    parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--blocks", default="data/difftune/amd-25-1-1.csv.gz")
-    parser.add_argument("--arch", default="znver3")
-    parser.add_argument("--cache", default=".cache/difftune")
+    parser.add_argument("--samples", type=int, default=20_000, help="samples of the data set's first rounds")
+    parser.add_argument("--batch", type=int, default=256, help="samples per batch")
+    parser.add_argument("--blocks", default="data/difftune/amd-25-1-1.csv.gz", help="a tunelab blocks export")
+    parser.add_argument("--arch", default="znver3", help="llvm-mca -mcpu of the tables' resource model")
+    parser.add_argument("--cache", default=".cache/difftune", help="where llvm-mca's default tables are cached")
     args = parser.parse_args()
     frame = pd.read_csv(args.blocks, usecols=["hex", "status"], dtype=str, keep_default_na=False)
     blocks = [b for b in decode_blocks(frame.loc[frame["status"] == "ok", "hex"].tolist()) if isinstance(b, Block)]
@@ -58,7 +53,7 @@ def main() -> None:
     for index in batches:
         encoded.batch(index)
     gathered = (time.perf_counter() - start) / len(batches)
-    print(f"CPU {_cpu_label()}; {args.samples:,} samples over {len(blocks):,} blocks, batch {args.batch}")
+    print(f"CPU {cpu_identity().label}; {args.samples:,} samples over {len(blocks):,} blocks, batch {args.batch}")
     print(f"sample by sample: {1e3 * per_sample:.1f} ms per batch")
     print(f"encoded: {encoding:.1f} s to encode once ({1e6 * encoding / args.samples:.0f} µs a sample), "
           f"{1e3 * gathered:.2f} ms per batch: {per_sample / gathered:.0f}× faster per batch")

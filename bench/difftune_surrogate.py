@@ -167,10 +167,6 @@ def _rate(samples: Samples, config: TrainConfig, device: str, folder: Path, work
     return len(steps) * config.batch / max(seconds, 1e-9)
 
 
-def _cpu_label() -> str:
-    identity = cpu_identity()
-    return f"{identity.short_id} ({identity.model_name})"
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -204,7 +200,7 @@ def main() -> None:
     if args.device == "cpu":
         torch.set_num_threads(min(THREADS, available_cpus()))
     gpu = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else "none"
-    print(f"CPU {_cpu_label()} ({available_cpus()} usable); torch {torch.__version__}, threads {torch.get_num_threads()}; GPU {gpu}")
+    print(f"CPU {cpu_identity().label} ({available_cpus()} usable); torch {torch.__version__}, threads {torch.get_num_threads()}; GPU {gpu}")
     samples = _data(args)
     train_b, val_b, test_b = split_blocks(len(samples.blocks))
     config = TrainConfig(embedding=args.embedding or args.hidden, hidden=args.hidden, layers=args.layers,

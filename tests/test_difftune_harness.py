@@ -190,6 +190,7 @@ def test_cpu_identity_parses_the_first_processor():
     assert (ident.vendor, ident.family, ident.model, ident.stepping) == ("GenuineIntel", 6, 167, 1)
     assert ident.microcode == "0x1" and ident.model_name == "Intel(R) Xeon(R) Processor"
     assert "amx_tile" in ident.flags and ident.short_id == "intel-6-167-1"
+    assert ident.label == "intel-6-167-1 (Intel(R) Xeon(R) Processor)"
     assert m.cpu_identity(AMD_MILAN).short_id == "amd-25-1-1"
 
 

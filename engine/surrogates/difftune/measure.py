@@ -58,6 +58,11 @@ class CpuIdentity:
         tag = {"GenuineIntel": "intel", "AuthenticAMD": "amd"}.get(self.vendor, self.vendor.lower() or "unknown")
         return f"{tag}-{self.family}-{self.model}-{self.stepping}"
 
+    @property
+    def label(self) -> str:
+        """The id and the name, as a measurement's report names its CPU: ``amd-25-1-1 (AMD EPYC)``."""
+        return f"{self.short_id} ({self.model_name})"
+
 
 def cpu_identity(cpuinfo: str | None = None) -> CpuIdentity:
     """Parse ``cpuinfo`` (default: this machine's /proc/cpuinfo), first processor only."""
