@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,7 @@ from engine.surrogates.difftune.decode import Block, decode_blocks
 from engine.surrogates.difftune.defaults import default_table
 from engine.surrogates.difftune.encoding import encode
 from engine.surrogates.difftune.measure import cpu_identity
+from engine.surrogates.difftune.noise import read_measured
 from engine.surrogates.difftune.surrogate import Featuriser
 from engine.surrogates.difftune.tokens import Vocabulary
 from engine.surrogates.difftune.train import Samples
@@ -32,7 +34,7 @@ def main() -> None:
     parser.add_argument("--arch", default="znver3", help="llvm-mca -mcpu of the tables' resource model")
     parser.add_argument("--cache", default=".cache/difftune", help="where llvm-mca's default tables are cached")
     args = parser.parse_args()
-    frame = pd.read_csv(args.blocks, usecols=["hex", "status"], dtype=str, keep_default_na=False)
+    frame = read_measured(Path(args.blocks))
     blocks = [b for b in decode_blocks(frame.loc[frame["status"] == "ok", "hex"].tolist()) if isinstance(b, Block)]
     model = default_table(blocks, args.arch, args.cache)
     block, seed = assignment(len(blocks), 0, args.samples)

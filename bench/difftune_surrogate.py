@@ -37,11 +37,12 @@ from engine.surrogates.difftune.decode import Block, block_from_document, decode
 from engine.surrogates.difftune.defaults import default_table
 from engine.surrogates.difftune.encoding import encode
 from engine.surrogates.difftune.measure import cpu_identity
+from engine.surrogates.difftune.noise import read_measured
 from engine.surrogates.difftune.params import ParamTable
 from engine.surrogates.difftune.sampling import sample_table
 from engine.surrogates.difftune.surrogate import Featuriser, ParamLstm, Surrogate, SurrogateConfig, capacities
 from engine.surrogates.difftune.tokens import Vocabulary
-from engine.surrogates.difftune.train import CHECKPOINT, Samples, TrainConfig, evaluate, load_surrogate, split_blocks, train
+from engine.surrogates.difftune.train import CHECKPOINT, Samples, TrainConfig, evaluate, history, load_surrogate, split_blocks, train
 
 THREADS = 2
 #: Samples of the rate probe on a GPU: enough for the rate at full batches, a few seconds.
@@ -74,7 +75,7 @@ def build(blocks: list[Block], model: ParamTable, seeds: int) -> pd.DataFrame:
 def _measured_blocks(path: str, decoded_file: str | None) -> list[Block]:
     """The ``ok`` blocks of a blocks CSV, decoded here or read from a ``--decoded`` file (hex → the block's
     instructions as ``block_document`` writes them): a machine without llvm-mc-19 decodes nothing."""
-    frame = pd.read_csv(path, usecols=["hex", "status"], dtype=str, keep_default_na=False)
+    frame = read_measured(Path(path))
     hexes = frame.loc[frame["status"] == "ok", "hex"].tolist()
     if decoded_file is None:
         return [b for b in decode_blocks(hexes) if isinstance(b, Block)]
@@ -161,9 +162,9 @@ def _rate(samples: Samples, config: TrainConfig, device: str, folder: Path, work
     train_blocks = split_blocks(len(samples.blocks), config.split_seed)[0]
     piece = samples.restrict(train_blocks)
     piece = Samples(piece.frame.iloc[:PROBE], piece.blocks, piece.model)
-    _, history = train(piece, folder, epochs=1, config=config, device=device, workers=workers)
-    steps = history[history["step"] > len(history) // 2]
-    seconds = float(steps["seconds"].max() - history.loc[history["step"] <= len(history) // 2, "seconds"].max())
+    _, curves = train(piece, folder, epochs=1, config=config, device=device, workers=workers)
+    steps = curves[curves["step"] > len(curves) // 2]
+    seconds = float(steps["seconds"].max() - curves.loc[curves["step"] <= len(curves) // 2, "seconds"].max())
     return len(steps) * config.batch / max(seconds, 1e-9)
 
 
@@ -243,14 +244,14 @@ def main() -> None:
                   f"{time.perf_counter() - started:.0f} s", flush=True)
 
     try:
-        surrogate, history = train(train_samples, folder / "run", epochs=epochs, config=config,
+        surrogate, curves = train(train_samples, folder / "run", epochs=epochs, config=config,
                                    max_seconds=66 * args.minutes, on_step=watch, device=args.device, workers=args.workers)
     except _Deadline:
         print(f"stopped at the {hard:.0f} s hard limit: scoring the last checkpoint")
-        surrogate, history = load_surrogate(folder / "run"), pd.read_csv(folder / "run" / "history.csv")
+        surrogate, curves = load_surrogate(folder / "run"), history(folder / "run")
     trained = time.perf_counter() - started
-    epochs = history.groupby("epoch")["seconds"].max()
-    for row in history.dropna(subset=["val_mape"]).to_dict("records"):
+    epochs = curves.groupby("epoch")["seconds"].max()
+    for row in curves.dropna(subset=["val_mape"]).to_dict("records"):
         print(f"  epoch {row['epoch']:.0f}: step {row['step']:.0f}, EMA loss {row['ema']:.4f}, val MAPE {row['val_mape']:.2%}")
     test = samples.restrict(test_b)
     start = time.perf_counter()

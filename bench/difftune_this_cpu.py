@@ -30,11 +30,10 @@ from engine.surrogates.difftune.greedy import greedy_search
 from engine.surrogates.difftune.llvm_mca import total_cycles
 from engine.surrogates.difftune.measure import cpu_identity
 from engine.surrogates.difftune.metrics import accuracy
-from engine.surrogates.difftune.noise import half_truths, pass_suffixes, robust_truth
+from engine.surrogates.difftune.noise import half_truths, pass_suffixes, read_measured, robust_truth
 from engine.surrogates.difftune.params import ParamTable, simple_table
 from engine.surrogates.difftune.simulate import simulated
 from engine.surrogates.difftune.split import part_indices
-from workflows.difftune import read_measured
 
 ARCH_OF = {"intel-6-167-1": "sapphirerapids", "amd-25-1-1": "znver3"}
 

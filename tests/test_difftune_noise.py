@@ -8,8 +8,7 @@ import pytest
 
 from engine.io.paths import REPO_ROOT
 from engine.surrogates.difftune.metrics import accuracy
-from engine.surrogates.difftune.noise import GAP_LIMIT, GATE, VOTING_PASSES, half_truths, robust_truth, run_noise
-from workflows.difftune import read_measured
+from engine.surrogates.difftune.noise import GAP_LIMIT, GATE, VOTING_PASSES, half_truths, read_measured, robust_truth, run_noise
 
 
 def results(minima, medians, clean=63, status="ok", hexes=None):

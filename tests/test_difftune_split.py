@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from engine.io.paths import REPO_ROOT
+from engine.surrogates.difftune.noise import read_measured
 from engine.surrogates.difftune.split import PARTS, part_indices, part_of
-from workflows.difftune import read_measured
 
 
 @pytest.fixture(scope="module")

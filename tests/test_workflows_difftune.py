@@ -142,8 +142,7 @@ def test_a_committed_measurements_file_is_a_truth_on_any_machine(db_path, tmp_pa
     each block's truth its robust value over the file's passes."""
     pytest.importorskip("iced_x86")
     from engine.io.paths import REPO_ROOT
-    from engine.surrogates.difftune.noise import robust_truth
-    from workflows.difftune import read_measured
+    from engine.surrogates.difftune.noise import read_measured, robust_truth
 
     rows = read_measured(REPO_ROOT / "data" / "difftune" / "intel-6-167-1.csv.gz").head(40)
     mine = tmp_path / "other-cpu-1.csv"
@@ -171,8 +170,8 @@ def test_a_table_learnt_from_measured_blocks_is_stored_and_scored_on_the_held_ou
     within its budget; stored, it is scored by ``evaluate --held-out`` on blocks it never saw."""
     pytest.importorskip("iced_x86")
     from engine.io.paths import REPO_ROOT
+    from engine.surrogates.difftune.noise import read_measured
     from engine.surrogates.difftune.split import part_of
-    from workflows.difftune import read_measured
 
     rows = read_measured(REPO_ROOT / "data" / "difftune" / "intel-6-167-1.csv.gz").head(150)
     mine = tmp_path / "other-cpu-1.csv"

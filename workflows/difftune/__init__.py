@@ -8,7 +8,6 @@ stopped and experiments never mix CPUs.
 
 from __future__ import annotations
 
-import io
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -19,7 +18,6 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import UserError, brief
-from engine.io.table_import import read_bytes, unquote_frame
 from engine.runners.ckernel import cache_dir
 from engine.study import check_study_name
 from engine.surrogates.difftune import bhive
@@ -30,7 +28,7 @@ from engine.surrogates.difftune.greedy import greedy_search
 from engine.surrogates.difftune.llvm_mca import total_cycles
 from engine.surrogates.difftune.measure import Settings, cpu_identity, measure, nearest_mcpu
 from engine.surrogates.difftune.metrics import accuracy_table
-from engine.surrogates.difftune.noise import RunNoise, robust_truth, run_noise
+from engine.surrogates.difftune.noise import RunNoise, read_measured, robust_truth, run_noise
 from engine.surrogates.difftune.params import ParamTable, from_document, simple_table
 from engine.surrogates.difftune.params import load as load_table
 from engine.surrogates.difftune.simulate import simulated, timeline
@@ -144,23 +142,6 @@ def stored_rows(results: pd.DataFrame) -> pd.DataFrame:
                                           results["unrolls"])],
         "error": [reason or None for reason in results["reason"]],
     })
-
-
-def read_measured(path: Path) -> pd.DataFrame:
-    """A ``tunelab blocks export`` CSV (gzip too) as its wide table, checked: one line naming the file if not."""
-    if not path.is_file():
-        raise UserError(f"measured: {brief(str(path))} is not a file")
-    try:  # bounded (gzip too), and a blocks export's text cells carry their spreadsheet quotes
-        rows = unquote_frame(pd.read_csv(io.BytesIO(read_bytes(path, f"measured {path.name}")), dtype={"hex": str},
-                                         low_memory=False))  # one pass of the columns: no mixed-type guesses
-    except UserError:
-        raise
-    except ValueError as exc:
-        raise UserError(f"measured {path.name}: not a CSV table ({' '.join(str(exc).split())[:120]})") from None
-    missing = [c for c in ("hex", "status", "cycles_min", "cycles_median") if c not in rows.columns]
-    if missing:
-        raise UserError(f"measured: {brief(str(path))} has no column {missing[0]!r} (a tunelab blocks export CSV)")
-    return rows
 
 
 def measured_source(store: Store, measured: str | None, arch: str | None) -> tuple[str, str, dict[str, float]]:

@@ -1,4 +1,5 @@
-"""How far measured block throughputs can be trusted: a run's noise figure, and the robust statistic per block.
+"""How far measured block throughputs can be trusted: a run's noise figure, and the robust statistic per block
+(from a ``tunelab blocks export`` file, :func:`read_measured`).
 
 A loaded machine inflates the *median* of a block's repetitions long before it moves their *minimum*: on a busy
 2-core VM two passes' medians differed by 7–10% MAPE while their minima differed by 2.7–3.6% (issue 33), yet on a
@@ -20,15 +21,20 @@ quiet machine the median is the steadier one (1.2% against 1.7% between passes, 
 
 from __future__ import annotations
 
+import io
 import math
 import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from engine.errors import UserError, brief
+from engine.io.table_import import read_bytes, unquote_frame
 
 #: A block's measurements agree when its medians (two passes), or its median and minimum (one pass), differ by at
 #: most this fraction: 97% of the quiet Intel set's blocks were within 5% between passes (data/difftune/README.md).
@@ -169,3 +175,20 @@ def half_truths(table: pd.DataFrame) -> pd.DataFrame:
                    for i, old in enumerate(part) for column in ("status", "cycles_min", "cycles_median")}
         halves.append(robust_truth(table[["hex", *renamed]].rename(columns=renamed)).set_index("hex")["cycles"])
     return pd.concat(halves, axis=1, keys=["odd", "even"]).dropna()
+
+
+def read_measured(path: Path) -> pd.DataFrame:
+    """A ``tunelab blocks export`` CSV (gzip too) as its wide table, checked: one line naming the file if not."""
+    if not path.is_file():
+        raise UserError(f"measured: {brief(str(path))} is not a file")
+    try:  # bounded (gzip too), and a blocks export's text cells carry their spreadsheet quotes
+        rows = unquote_frame(pd.read_csv(io.BytesIO(read_bytes(path, f"measured {path.name}")), dtype={"hex": str},
+                                         low_memory=False))  # one pass of the columns: no mixed-type guesses
+    except UserError:
+        raise
+    except ValueError as exc:
+        raise UserError(f"measured {path.name}: not a CSV table ({' '.join(str(exc).split())[:120]})") from None
+    missing = [c for c in ("hex", "status", "cycles_min", "cycles_median") if c not in rows.columns]
+    if missing:
+        raise UserError(f"measured: {brief(str(path))} has no column {missing[0]!r} (a tunelab blocks export CSV)")
+    return rows
