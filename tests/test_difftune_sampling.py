@@ -53,3 +53,26 @@ def test_sample_rows_are_the_tables_matrix_and_threads_draw_alike():
     with ThreadPoolExecutor(4) as pool:  # each thread reseeds its own generator
         tables = list(pool.map(lambda s: sampling.sample_table(keys, MODEL, s % 50), range(400)))
     assert all(t == sampling.sample_table(keys, MODEL, s % 50) for s, t in enumerate(tables))
+
+
+def test_the_draws_follow_the_documented_order_one_value_at_a_time():
+    """A stored data set redraws its tables from seeds: the stream must stay the module doc's order (width, ROB,
+    then per sorted key latency, µops, 7 ReadAdvance slots, the number of picks and each (unit, cycles)),
+    checked against scalar draws written out here."""
+    units = [u for u, _ in MODEL.units]
+    keys = ["MOV64rm", "ADD64rr", "IMUL64rr"]
+    for seed in range(100):
+        rng = np.random.RandomState(seed)
+        width, rob = rng.randint(1, 11), rng.randint(50, 251)
+        rows = {}
+        for key in sorted(keys):
+            latency, uops = rng.randint(0, 6), rng.randint(0, 6)
+            advance = tuple(int(rng.randint(0, 6)) for _ in range(7))
+            picked: dict[str, int] = {}
+            for _ in range(rng.randint(0, 3)):
+                unit = units[rng.randint(len(units))]
+                picked[unit] = int(rng.randint(0, 3))
+            rows[key] = OpParams(max(int(uops), 1), int(latency), advance,
+                                 tuple(sorted((u, c) for u, c in picked.items() if c)))
+        table = sampling.sample_table(keys, MODEL, seed)
+        assert (table.dispatch_width, table.rob_size, table.rows) == (width, rob, rows)

@@ -33,6 +33,8 @@ ROB_SIZE = (50, 250)
 #: gives them: numpy's legacy ``randint(lo, hi, size=n)`` yields the stream of ``n`` scalar calls with the same
 #: bounds (tests/test_difftune_sampling.py checks it), four times faster than drawing them one by one.
 ROW_VALUES = 2 + N_SLOTS
+if not LATENCY == UOPS == READ_ADVANCE:
+    raise AssertionError("a row's values are drawn in one call: their ranges must agree")
 
 
 def _uniform(rng: np.random.RandomState, bounds: tuple[int, int], size: int | None = None) -> Any:
@@ -66,8 +68,6 @@ def _seeded(seed: int) -> np.random.RandomState:
 
 def draw(keys: Sequence[str], units: int, seed: int) -> Draw:
     """The draws of ``RandomState(seed)`` for ``keys`` (sorted, distinct) over ``units`` resource units."""
-    if not LATENCY == UOPS == READ_ADVANCE:
-        raise AssertionError("a row's values are drawn in one call: their ranges must agree")
     rng = _seeded(seed)
     width, rob = int(_uniform(rng, DISPATCH_WIDTH)), int(_uniform(rng, ROB_SIZE))
     values = np.empty((len(keys), ROW_VALUES), dtype=np.int64)
