@@ -161,6 +161,27 @@ def test_the_absolute_head_learns_log_runtime():
     assert all(np.isfinite(metric) for _, _, metric in model.history_)  # validation MAPE
 
 
+def test_an_ensemble_predicts_the_mean_of_its_members_and_keeps_them_in_its_checkpoint(tmp_path):
+    """members=3: three networks of different initial weights, each trained on its own loss; the prediction is the
+    mean of their standardised log runtimes. A lone network keeps the checkpoint layout older files have."""
+    train, val, test = (family(seed, count, task="absolute") for seed, count in ((1, 40), (2, 10), (3, 5)))
+    model = CostModel(join="late", seed=0, members=3, **{**QUICK, "epochs": 8}).fit(train, val)
+    encoded = model.featurizer_.encode(test[0])
+    from engine.surrogates.costmodel.gnn import make_batch
+
+    batch = make_batch([encoded], [np.arange(len(test[0].runtime))], "late", torch.device("cpu"))
+    with torch.no_grad():
+        members = np.array([net(batch).numpy() for net in model.net_.nets], dtype=np.float64)
+    assert len(members) == 3 and not np.allclose(members[0], members[1])  # different initial weights, different nets
+    mean, std = model.target_
+    np.testing.assert_allclose(model.predict(test[0]), np.exp(members.mean(0) * std + mean), rtol=1e-5)
+    model.save(tmp_path / "m.pt")
+    loaded = CostModel.load(tmp_path / "m.pt")
+    assert loaded.members == 3 and np.array_equal(loaded.predict(test[1]), model.predict(test[1]))
+    lone = CostModel(join="late", seed=0, **{**QUICK, "epochs": 1}).fit(train[:8])
+    assert not any(key.startswith("nets.") for key in lone.net_.state_dict())
+
+
 def _with_flops(graphs: list[TensorGraph], rng: np.random.RandomState) -> list[TensorGraph]:
     """The same graph every time; the runtime is the static flop count (one of XLA's totals) alone."""
     flops = 2.0 ** rng.uniform(10, 30, len(graphs))
@@ -222,7 +243,8 @@ def test_layout_graphs_join_early_to_their_configurable_nodes():
     ("hidden", 0), ("layers", 2.5), ("layers", True), ("join", "middle"), ("aggr", "lstm"), ("pooling", ()),
     ("pooling", ["sum", "sum"]), ("pooling", "sum"), ("pooling", ["median"]), ("loss", "mae"), ("lr", 0.0), ("lr", float("nan")),
     ("weight_decay", -1.0), ("configs_per_graph", 1), ("epochs", 0), ("patience", 0), ("seed", -1), ("seed", 2**40),
-    ("pair_weight", "yes"), ("device", "tpu"), ("threads", 0), ("threads", 1.5), ("readout", "mean"),
+    ("pair_weight", "yes"), ("device", "tpu"), ("threads", 0), ("threads", 1.5), ("readout", "mean"), ("members", 0),
+    ("members", 2.0),
 ])
 def test_bad_hyper_parameters_are_refused_naming_the_field(field, value, tile_data):
     with pytest.raises(UserError, match=f"^{field}="):

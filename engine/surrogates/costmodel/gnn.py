@@ -5,6 +5,9 @@ A graph's static totals (``graph_flops``, ``graph_bytes`` in ``extra``, XLA's co
 readout: sums over a graph's nodes the network would otherwise have to learn to add up, and on the absolute task the
 first thing a runtime scales with (the trees see them too).
 
+``members`` > 1 trains that many networks from different initial weights side by side (:class:`Ensemble`) and
+predicts their mean: a deep ensemble, whose members' errors partly cancel.
+
 Configurations join either *early* or *late*:
 * early: each (graph, configuration) pair is its own graph in the batch and carries the configuration on its
   nodes. A tile configuration goes to every node; a layout configuration goes to its configurable node only,
@@ -222,3 +225,20 @@ class CostNet(nn.Module):
         if self.total_cost is not None:
             out = out + self.total_cost(pairs.totals).squeeze(1)
         return out
+
+
+class Ensemble(nn.Module):
+    """Several :class:`CostNet` of different initial weights, trained on the same batches, each on its own loss.
+    ``forward`` gives every member's output, (members, pairs); the prediction is their mean."""
+
+    def __init__(self, nets: Sequence[CostNet]) -> None:
+        super().__init__()
+        self.nets = nn.ModuleList(nets)
+
+    def forward(self, pairs: PairBatch) -> torch.Tensor:
+        return torch.stack([net(pairs) for net in self.nets])
+
+
+def member_outputs(out: torch.Tensor) -> torch.Tensor:
+    """(members, pairs) from a :class:`CostNet`'s (pairs,) or an :class:`Ensemble`'s (members, pairs)."""
+    return out if out.dim() == 2 else out.unsqueeze(0)

@@ -6,7 +6,8 @@
   so the head's output stays O(1).
 * Error runs (NaN runtime) are never sampled. They enter no loss, and no statistic either.
 
-Each step takes ``graphs_per_step`` graphs and up to ``configs_per_graph`` valid configurations of each.
+Each step takes ``graphs_per_step`` graphs and up to ``configs_per_graph`` valid configurations of each. With
+``members`` > 1, every member of the ensemble takes the step on its own loss; validation and prediction use their mean.
 Early stopping keeps the weights of the best validation epoch: mean Kendall τ, or MAPE for absolute runtimes.
 """
 
@@ -25,7 +26,18 @@ import numpy as np
 from engine.errors import UserError, brief
 from engine.surrogates._torch import F, available_cpus, threads, torch
 from engine.surrogates.costmodel.features import check_graphs
-from engine.surrogates.costmodel.gnn import AGGREGATIONS, JOINS, POOLS, READOUTS, CostNet, EncodedGraph, Featurizer, make_batch
+from engine.surrogates.costmodel.gnn import (
+    AGGREGATIONS,
+    JOINS,
+    POOLS,
+    READOUTS,
+    CostNet,
+    EncodedGraph,
+    Ensemble,
+    Featurizer,
+    make_batch,
+    member_outputs,
+)
 from engine.surrogates.costmodel.graph import TensorGraph
 from engine.surrogates.costmodel.metrics import ape, kendall_tau
 
@@ -40,7 +52,7 @@ PREDICT_NODES = 200_000
 NODES_PER_THREAD = 6_000
 
 _INTEGERS = {"hidden": 1, "layers": 1, "opcode_dim": 1, "configs_per_graph": 2, "graphs_per_step": 1, "epochs": 1, "patience": 1,
-             "seed": 0}
+             "seed": 0, "members": 1}
 #: Integer parameters that may also be None (chosen by the model).
 _OPTIONAL_INTEGERS = {"threads": 1}
 _CHOICES = {"join": JOINS, "aggr": AGGREGATIONS, "loss": LOSSES, "readout": READOUTS}
@@ -144,17 +156,17 @@ class CostModel:
                  pooling: Sequence[str] = ("sum", "mean", "max"), loss: str = "auto", pair_weight: bool = False,
                  configs_per_graph: int = 32, graphs_per_step: int = 8, epochs: int = 100, patience: int = 10, lr: float = 1e-3,
                  weight_decay: float = 0.0, seed: int = 0, device: str = "cpu", threads: int | None = None,
-                 readout: str = "pool") -> None:
+                 readout: str = "pool", members: int = 1) -> None:
         self.join, self.hidden, self.layers, self.opcode_dim, self.aggr = join, hidden, layers, opcode_dim, aggr
         self.pooling, self.loss, self.pair_weight = pooling, loss, pair_weight
         self.configs_per_graph, self.graphs_per_step, self.epochs, self.patience = configs_per_graph, graphs_per_step, epochs, patience
         self.lr, self.weight_decay, self.seed, self.device, self.threads = lr, weight_decay, seed, device, threads
-        self.readout = readout
+        self.readout, self.members = readout, members
 
     def get_params(self) -> dict[str, Any]:
         """The hyper-parameters, JSON-able (``pooling`` as a list)."""
         names = ("join", "hidden", "layers", "opcode_dim", "aggr", "pooling", "loss", "pair_weight", "configs_per_graph",
-                 "graphs_per_step", "epochs", "patience", "lr", "weight_decay", "seed", "device", "threads", "readout")
+                 "graphs_per_step", "epochs", "patience", "lr", "weight_decay", "seed", "device", "threads", "readout", "members")
         params = {name: getattr(self, name) for name in names}
         params["pooling"] = list(params["pooling"]) if isinstance(params["pooling"], list | tuple) else params["pooling"]
         return params
@@ -227,10 +239,13 @@ class CostModel:
             raise UserError(f"graphs: no graph has {least} valid run{'s' if least > 1 else ''} to learn from")
         return found
 
-    def _network(self) -> CostNet:
-        return CostNet(opcodes=len(self.featurizer_.vocabulary), node_features=self.shape_[0], config_features=self.shape_[1],
-                       hidden=self.hidden, opcode_dim=self.opcode_dim, layers=self.layers, aggr=self.aggr, join=self.join,
-                       pooling=self.pooling, totals=len(self.featurizer_.total_keys), readout=self.readout)
+    def _network(self) -> CostNet | Ensemble:
+        """One network, or an ensemble of ``members`` (a lone network keeps the checkpoint layout it always had)."""
+        nets = [CostNet(opcodes=len(self.featurizer_.vocabulary), node_features=self.shape_[0], config_features=self.shape_[1],
+                        hidden=self.hidden, opcode_dim=self.opcode_dim, layers=self.layers, aggr=self.aggr, join=self.join,
+                        pooling=self.pooling, totals=len(self.featurizer_.total_keys), readout=self.readout)
+                for _ in range(self.members)]
+        return nets[0] if len(nets) == 1 else Ensemble(nets)
 
     def _train(self, items: list[_Item], val: list[TensorGraph] | None, loss: Loss, rng: np.random.RandomState,
                device: torch.device, on_epoch: Callable[[int, float, float], None] | None) -> None:
@@ -269,9 +284,10 @@ class CostModel:
             chunk = [items[i] for i in order[start:start + self.graphs_per_step]]
             runs = [r if len(r) <= self.configs_per_graph else rng.choice(r, self.configs_per_graph, replace=False)
                     for r in (item.runs for item in chunk)]
-            out = self.net_(make_batch([item.encoded for item in chunk], runs, self.join, device))
-            parts = out.split([len(r) for r in runs])
-            value = torch.stack([loss(s, torch.from_numpy(item.target[r]).to(device)) for s, item, r in zip(parts, chunk, runs)]).mean()
+            out = member_outputs(self.net_(make_batch([item.encoded for item in chunk], runs, self.join, device)))
+            parts = torch.split(out, [len(r) for r in runs], dim=1)
+            value = torch.stack([loss(member, torch.from_numpy(item.target[r]).to(device))
+                                 for part, item, r in zip(parts, chunk, runs) for member in part]).mean()
             optimizer.zero_grad()
             torch.autograd.backward(value)
             optimizer.step()
@@ -342,7 +358,8 @@ class CostModel:
         chunk = max(1, PREDICT_NODES // encoded.data.num_nodes) if self.join == "early" else len(runs)
         device = next(self.net_.parameters()).device
         with torch.no_grad():
-            outs = [self.net_(make_batch([encoded], [runs[i:i + chunk]], self.join, device)).cpu() for i in range(0, len(runs), chunk)]
+            outs = [member_outputs(self.net_(make_batch([encoded], [runs[i:i + chunk]], self.join, device))).mean(0).cpu()
+                    for i in range(0, len(runs), chunk)]
         return torch.cat(outs).numpy().astype(np.float64)[inverse.reshape(-1)]
 
     def _check_compatible(self, graphs: list[TensorGraph], field: str) -> None:
