@@ -3,7 +3,8 @@
 of the data and the CPU time each model took; then the CPU minutes to train the default GNN on all of it.
 
 Usage: python bench/costmodel.py [--data tpu-tiles | FOLDER] [--seeds 0,1,2] [--folds 5] [--models ...] [--params JSON]
-  (FOLDER: generated .npz files, e.g. data/costmodel/tile or data/costmodel/absolute)
+  [--programs N]   (FOLDER: generated .npz files, e.g. data/costmodel/tile or data/costmodel/absolute; N: only its
+  first N programs in name order, the folder as it stood when a figure was quoted)
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import time
 from engine.surrogates._torch import torch
 from engine.surrogates.costmodel.evaluate import cross_validate, fit_model, make_model
 from engine.surrogates.costmodel.readers import read_folder, real_tpu_tiles
+from engine.surrogates.costmodel.splits import first_programs
 from engine.surrogates.difftune.measure import cpu_identity
 
 
@@ -25,10 +27,12 @@ def main() -> None:
     parser.add_argument("--data", default="tpu-tiles", help="tpu-tiles (the real TPU kernels) or a folder of .npz graphs")
     parser.add_argument("--models", help="default: gnn,gbdt,heuristic,default (tile) or gnn,gbdt,roofline (absolute)")
     parser.add_argument("--params", default="{}", help='JSON hyper-parameters of the GNN, e.g. {"hidden": 128, "layers": 3}')
+    parser.add_argument("--programs", type=int, help="only the first N programs of the folder, in name order")
     args = parser.parse_args()
     gnn = json.loads(args.params)
     identity = cpu_identity()
     graphs = real_tpu_tiles() if args.data == "tpu-tiles" else read_folder(args.data)
+    graphs = graphs if args.programs is None else first_programs(graphs, args.programs)
     models = args.models or ("gnn,gbdt,roofline" if graphs[0].task == "absolute" else "gnn,gbdt,heuristic,default")
     print(f"CPU {identity.model_name} ({identity.short_id}), torch {torch.__version__} (threads sized by the model); "
           f"{len(graphs)} graphs ({len({g.program for g in graphs})} programs), {sum(len(g.runtime) for g in graphs)} runs")

@@ -2,12 +2,13 @@
 and unstable runs, the noise floor (|log| of pass 1 ÷ pass 2 of each configuration's minimum) and, for the tile
 task, how often the best chunk size is interior and how much slower the compiler's default runs.
 
-Usage: python bench/costmodel_data.py FOLDER [FOLDER ...]
+Usage: python bench/costmodel_data.py [FOLDER ...]   (default: the committed tile, joint and absolute folders; with
+more than one folder, a last line adds them up)
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,8 @@ import numpy as np
 from engine.io.paths import REPO_ROOT
 
 
-def summarise(folder: Path) -> None:
+def summarise(folder: Path) -> tuple[int, int]:
+    """Print the folder's figures; return its (programs, samples)."""
     files = sorted(folder.glob("*.npz"))
     programs, samples, errors, unstable, small = set(), 0, 0, 0, 0
     noise: list[float] = []
@@ -56,8 +58,20 @@ def summarise(folder: Path) -> None:
         n = len(default_ratio)
         print(f"  best chunk interior in {interior}/{n} programs ({interior / n:.0%}), beating both ends by > 5% in {clear} "
               f"({clear / n:.0%}); default ÷ best: median {np.median(default_ratio):.2f}, p90 {np.quantile(default_ratio, 0.9):.2f}")
+    return len(programs), samples
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="*", type=Path, help="folders of generated .npz files")
+    folders = parser.parse_args().folders or [REPO_ROOT / "data" / "costmodel" / name for name in ("tile", "joint", "absolute")]
+    missing = [folder for folder in folders if not folder.is_dir()]
+    if missing:
+        parser.error(f"folder: {missing[0]} is not a folder")
+    totals = [summarise(folder) for folder in folders]
+    if len(totals) > 1:
+        print(f"all {len(totals)} folders: {sum(p for p, _ in totals):,} programs, {sum(s for _, s in totals):,} samples")
 
 
 if __name__ == "__main__":
-    for argument in sys.argv[1:] or [str(REPO_ROOT / "data" / "costmodel" / name) for name in ("tile", "absolute")]:
-        summarise(Path(argument))
+    main()

@@ -151,10 +151,14 @@ def test_a_trained_gnn_is_kept_beside_the_database(data: Path, tmp_path: Path) -
 
 
 def test_the_committed_generated_data_sets_are_named() -> None:
+    """Each named set resolves to its committed folder (the joint one read whole through its name); the larger
+    ones are checked on 40 files spread over the folder, as reading 10,000 files would take a minute."""
+    from engine.surrogates.costmodel.readers import read_graph
     from workflows.costmodel import GENERATED, load_graphs
 
     for name, task in (("cpu-tile", "tile"), ("cpu-joint", "tile"), ("cpu-absolute", "absolute")):
-        if not any(GENERATED[name].glob("*.npz")):
+        files = sorted(GENERATED[name].glob("*.npz"))
+        if not files:
             pytest.fail(f"{GENERATED[name]} holds no committed files")
-        graphs = load_graphs(name)
+        graphs = load_graphs(name) if name == "cpu-joint" else [read_graph(f) for f in files[::max(1, len(files) // 40)]]
         assert {g.task for g in graphs} == {task} and len({g.program for g in graphs}) >= 10

@@ -9,7 +9,7 @@ from scipy.stats import kendalltau
 from engine.errors import UserError
 from engine.surrogates.costmodel.graph import TensorGraph
 from engine.surrogates.costmodel.metrics import ape, kendall_tau, score_table, summary, topk_error, topk_slowdown
-from engine.surrogates.costmodel.splits import group_folds, train_val_test
+from engine.surrogates.costmodel.splits import first_programs, group_folds, train_val_test
 
 
 def make_graph(name: str, runtime, program: str | None = None, task: str = "tile", normalizer=None) -> TensorGraph:
@@ -165,6 +165,15 @@ def test_k_is_capped_at_the_programs_and_one_program_is_refused():
         group_folds(family(3), k=1)
     with pytest.raises(UserError, match="seed must be an integer"):
         group_folds(family(3), k=2, seed="x")
+
+
+def test_first_programs_keeps_whole_programs_in_name_order():
+    graphs = family(12)[::-1]  # file order need not be name order
+    kept = first_programs(graphs, 3)
+    assert {g.program for g in kept} == {"p0", "p1", "p10"} and len(kept) == 6  # names sort as text, as files do
+    assert first_programs(graphs, 100) == graphs
+    with pytest.raises(UserError, match="programs must be an integer ≥ 1, got 0"):
+        first_programs(graphs, 0)
 
 
 def test_train_val_test_by_program():

@@ -46,6 +46,16 @@ def group_folds(graphs: Sequence[TensorGraph], k: int = 5, seed: int = 0) -> lis
     return [(np.setdiff1d(every, test), test) for test in tests]
 
 
+def first_programs(graphs: Sequence[TensorGraph], count: int) -> list[TensorGraph]:
+    """The graphs of the first ``count`` programs in name order: a data set as it stood when it held ``count``
+    programs (a resumable generator names programs in the order it makes them), so a figure quoted on that
+    prefix stays reproducible as the data set grows."""
+    if not isinstance(count, int | np.integer) or count < 1:
+        raise UserError(f"programs must be an integer ≥ 1, got {brief(count)}")
+    kept = set(sorted({graph.program for graph in graphs})[:int(count)])
+    return [graph for graph in graphs if graph.program in kept]
+
+
 def config_folds(graph: TensorGraph, k: int = 5, seed: int = 0) -> list[Fold]:
     """``k`` (train, test) splits of one graph's *configurations*, seeded: the only held-out test a single program
     allows (a layout module's configurations). Weaker than a program split, and reported as such."""
