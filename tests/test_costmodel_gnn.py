@@ -17,14 +17,15 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torch_geometric")
 
 from engine.errors import UserError
+from engine.surrogates.costmodel.gnn import make_batch
 from engine.surrogates.costmodel.graph import TensorGraph
 from engine.surrogates.costmodel.metrics import kendall_tau
 from engine.surrogates.costmodel.training import NODES_PER_THREAD, CostModel, listmle_loss, pairwise_loss, sized_threads
 
 OPS = ("add", "multiply", "reduce", "broadcast", "convert")
-#: Small and quick: 60 training graphs, 32 hidden units; about 3 s of one core per fit (graphs this small train on
-#: one thread: ``threads=None`` sizes them so).
-QUICK = {"hidden": 32, "epochs": 40, "patience": 10, "lr": 3e-3}
+#: Small and quick: 60 training graphs, 32 hidden units, one network (the ensemble has a test of its own); about 3 s
+#: of one core per fit (graphs this small train on one thread: ``threads=None`` sizes them so).
+QUICK = {"hidden": 32, "epochs": 40, "patience": 10, "lr": 3e-3, "members": 1}
 
 
 def synthetic_graph(rng: np.random.RandomState, name: str, task: str = "tile", configs: int = 8, errors: int = 0) -> TensorGraph:
@@ -165,10 +166,8 @@ def test_an_ensemble_predicts_the_mean_of_its_members_and_keeps_them_in_its_chec
     """members=3: three networks of different initial weights, each trained on its own loss; the prediction is the
     mean of their standardised log runtimes. A lone network keeps the checkpoint layout older files have."""
     train, val, test = (family(seed, count, task="absolute") for seed, count in ((1, 40), (2, 10), (3, 5)))
-    model = CostModel(join="late", seed=0, members=3, **{**QUICK, "epochs": 8}).fit(train, val)
+    model = CostModel(join="late", seed=0, **{**QUICK, "epochs": 8, "members": 3}).fit(train, val)
     encoded = model.featurizer_.encode(test[0])
-    from engine.surrogates.costmodel.gnn import make_batch
-
     batch = make_batch([encoded], [np.arange(len(test[0].runtime))], "late", torch.device("cpu"))
     with torch.no_grad():
         members = np.array([net(batch).numpy() for net in model.net_.nets], dtype=np.float64)
@@ -180,6 +179,18 @@ def test_an_ensemble_predicts_the_mean_of_its_members_and_keeps_them_in_its_chec
     assert loaded.members == 3 and np.array_equal(loaded.predict(test[1]), model.predict(test[1]))
     lone = CostModel(join="late", seed=0, **{**QUICK, "epochs": 1}).fit(train[:8])
     assert not any(key.startswith("nets.") for key in lone.net_.state_dict())
+    assert CostModel().members == 3  # the default
+
+
+def test_a_checkpoint_from_before_ensembles_loads_as_the_one_network_it_holds(tmp_path):
+    model = CostModel(join="late", seed=0, **{**QUICK, "epochs": 1}).fit(family(1, 8, task="absolute"))
+    model.save(tmp_path / "m.pt")
+    state = torch.load(tmp_path / "m.pt", weights_only=True)
+    del state["params"]["members"]  # as every file written before the parameter existed
+    torch.save(state, tmp_path / "old.pt")
+    old = CostModel.load(tmp_path / "old.pt")
+    graph = family(3, 1, task="absolute")[0]
+    assert old.members == 1 and np.array_equal(old.predict(graph), model.predict(graph))
 
 
 def _with_flops(graphs: list[TensorGraph], rng: np.random.RandomState) -> list[TensorGraph]:

@@ -147,6 +147,10 @@ class CostModel:
     ``predict`` gives scores (higher = slower) for tile and layout graphs, runtimes in ns for absolute ones.
     Layout graphs need ``join='early'``. Fitted attributes end in ``_``.
 
+    ``members``: networks trained side by side and averaged (a deep ensemble). Three by default: on every data set
+    measured (the real TPU tiles, the CPU absolute runtimes, PF on the joint task) three beat one, for about 2.2×
+    the CPU (data/costmodel/README.md).
+
     ``threads``: torch threads while fitting and predicting; None sizes them to the work, one per
     :data:`NODES_PER_THREAD` nodes of a training step, at most the CPUs this process may use (a step of a few
     thousand nodes, the tile data's, runs fastest on one; a step of large layout graphs uses them all).
@@ -156,7 +160,7 @@ class CostModel:
                  pooling: Sequence[str] = ("sum", "mean", "max"), loss: str = "auto", pair_weight: bool = False,
                  configs_per_graph: int = 32, graphs_per_step: int = 8, epochs: int = 100, patience: int = 10, lr: float = 1e-3,
                  weight_decay: float = 0.0, seed: int = 0, device: str = "cpu", threads: int | None = None,
-                 readout: str = "pool", members: int = 1) -> None:
+                 readout: str = "pool", members: int = 3) -> None:
         self.join, self.hidden, self.layers, self.opcode_dim, self.aggr = join, hidden, layers, opcode_dim, aggr
         self.pooling, self.loss, self.pair_weight = pooling, loss, pair_weight
         self.configs_per_graph, self.graphs_per_step, self.epochs, self.patience = configs_per_graph, graphs_per_step, epochs, patience
@@ -392,7 +396,9 @@ class CostModel:
             raise UserError(f"checkpoint {str(path)!r}: cannot be read ({brief(str(error), 120)})") from error
         if not isinstance(state, dict) or state.get("format") != FORMAT:
             raise UserError(f"checkpoint {str(path)!r}: not a {FORMAT} checkpoint")
-        model = cls(**{**state["params"], "pooling": tuple(state["params"]["pooling"]), **({"device": device} if device else {})})
+        # a checkpoint written before ensembles holds one network and no "members"
+        params = {"members": 1, **state["params"], "pooling": tuple(state["params"]["pooling"])}
+        model = cls(**{**params, **({"device": device} if device else {})})
         check_params(model.get_params())
         model.task_, model.shape_ = state["task"], tuple(state["shape"])
         model.featurizer_ = Featurizer.from_state(state["featurizer"])
