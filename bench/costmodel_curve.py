@@ -48,6 +48,8 @@ def curve_rows(args: argparse.Namespace) -> pd.DataFrame:
           f"{len({g.program for g in graphs})} programs from {args.data}; {args.folds} folds, shares {shares}")
     folds = group_folds(graphs, args.folds, args.seed)
     run = range(len(folds)) if args.run_folds is None else [int(f) for f in args.run_folds.split(",")]
+    if any(not 0 <= fold < len(folds) for fold in run):
+        raise SystemExit(f"--run-folds: {args.run_folds!r} names a fold outside 0–{len(folds) - 1}")
     rows = []
     for fold in run:
         train, test = folds[fold]
