@@ -64,7 +64,7 @@ def summarise(folder: Path) -> tuple[int, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="*", type=Path, help="folders of generated .npz files")
-    folders = parser.parse_args().folders or [REPO_ROOT / "data" / "costmodel" / name for name in ("tile", "joint", "absolute")]
+    folders = parser.parse_args().folders or [REPO_ROOT / "data" / "costmodel" / name for name in ("tile", "joint", "large", "absolute")]
     missing = [folder for folder in folders if not folder.is_dir()]
     if missing:
         parser.error(f"folder: {missing[0]} is not a folder")

@@ -12,16 +12,21 @@ import numpy as np
 import pytest
 
 from engine.errors import UserError
+from engine.io.paths import REPO_ROOT
 from engine.surrogates.costmodel.features import tile_estimates
 from engine.surrogates.costmodel.generate import jaxbackend, store
 from engine.surrogates.costmodel.generate.jaxbackend import Compiled
 from engine.surrogates.costmodel.generate.programs import (
     ABSOLUTE_COLUMNS,
     JOINT_COLUMNS,
+    LARGE_COLUMNS,
+    LARGE_SPLITS,
     MAX_ELEMENTS,
+    MIN_BLOCK,
     PARAMETERS,
     SPLITS,
     TILE_COLUMNS,
+    VARIANTS,
     TileProgram,
     absolute_programs,
     programs_for,
@@ -106,6 +111,30 @@ def test_joint_programs_cross_power_of_two_chunks_with_splits_of_the_second_size
     joint = tile_programs(0, SPLITS)
     assert len(joint) >= 300 and all(p.timeable() and p.second % max(SPLITS) == 0 and p.name.endswith("_split") for p in joint)
     assert programs_for("joint", 0, 3) == joint[:3]
+
+
+def test_large_programs_cross_chunks_splits_and_the_fusion_flag_in_over_200_configurations():
+    program = programs_for("large", 0, 1)[0]
+    configs = program.configurations()
+    assert program.columns == LARGE_COLUMNS and program.name.endswith("_large") and program.task == "tile"
+    assert len(configs) >= 200 and len({c.label for c in configs}) == len(configs)
+    assert {c.splits for c in configs} == set(LARGE_SPLITS) and program.second // max(LARGE_SPLITS) >= MIN_BLOCK
+    assert all(c.features["ynn_fusion"] == float(not c.options) and c.options in VARIANTS.values() for c in configs)
+    assert {c.features["ynn_fusion"] for c in configs} == {0.0, 1.0}
+    powers = [b for b in program.batch_sizes() if b & (b - 1) == 0]
+    assert set(program.batch_sizes()) - set(powers) == {3 * b // 2 for b in powers[:-1]}  # 3·2^k between the powers
+    (graph_file,) = program.files()
+    default = configs[graph_file.graph]
+    assert (default.batch, default.splits, default.options) == (program.rows, 1, {})
+    large = tile_programs(0, LARGE_SPLITS, tuple(VARIANTS), MIN_BLOCK)
+    assert len(large) >= 100 and programs_for("large", 0, 3) == large[:3]
+    assert all(len(p.configurations()) >= 200 for p in large)
+
+
+def test_the_joint_task_still_lists_the_committed_programs_first():
+    """Adding the large task must not reorder the joint one: its committed files are its first 68 programs."""
+    committed = {path.stem for path in (REPO_ROOT / "data" / "costmodel" / "joint").glob("*.npz")}
+    assert committed and committed == {p.name for p in programs_for("joint", 0, len(committed))}
 
 
 def test_program_counts_are_checked():
@@ -316,6 +345,16 @@ def test_a_joint_program_is_one_tile_file_whose_study_has_chunk_and_split_factor
     assert np.allclose(working_set, 4 * column["batch_size"] * (column["row_width"] + column["second"] / column["splits"]))
 
 
+def test_shards_fill_one_folder_without_timing_a_program_twice(tmp_path):
+    clock = FakeClock()
+    backend = FakeBackend(clock)
+    runs = [generate("tile", 5, tmp_path / "out", seed=3, backend=backend, clock=clock, shard=(i, 2),
+                     protocol=Protocol(repeats=2, min_batch_s=1e-3)) for i in (1, 0)]
+    assert [r.written for r in runs] == [2, 3] and sorted(backend.compiled) == sorted(p.name for p in programs_for("tile", 3, 5))
+    with pytest.raises(UserError, match="shard: 2/2"):
+        generate("tile", 5, tmp_path / "out", backend=backend, shard=(2, 2))
+
+
 def test_generate_refuses_a_file_as_the_folder(tmp_path):
     (tmp_path / "out").write_text("x")
     with pytest.raises(UserError, match="not a folder"):
@@ -331,14 +370,16 @@ def test_missing_jax_is_one_line_with_the_install_hint(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_jax_programs_compile_to_graphs_the_parser_reads(monkeypatch):
-    """Compiles (never times) a small tile program and a random DAG with the real JAX backend."""
+    """Compiles (never times) a small tile program, a small large-task one (YNN fusions off for half of its
+    configurations) and a random DAG with the real JAX backend."""
     pytest.importorskip("jax")
     monkeypatch.setattr(jaxbackend, "pin", lambda cpu: 0)
     backend = jaxbackend.JaxBackend()
     assert backend.environment()["jax_version"]
     tile = TileProgram("attention", 8, 16, 8)
     graphs = {}
-    for program in [tile, *absolute_programs(0, 1)]:
+    large = TileProgram("row_mlp", 8, 16, 16, (1, 2), tuple(VARIANTS))
+    for program in [tile, large, *absolute_programs(0, 1)]:
         compiled = backend.compile(program)
         assert len(compiled) == len(program.configurations())
         for config, comp in zip(program.configurations(), compiled):

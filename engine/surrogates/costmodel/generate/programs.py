@@ -10,6 +10,9 @@ time, with no JAX (the JAX side, :mod:`.jaxbackend`, turns a spec into a functio
   ``splits`` blocks (for attention, flash-style with a running maximum). Chunk size × split is a two-dimensional tile
   space with interactions (a chunk's intermediate shrinks with the split, so the best chunk moves), large enough
   that a ranker's savings over random search show. Its files are tile files with a ``splits`` column.
+* **large task**: the joint task's programs over a space large enough that the choice matters (issue 34: ≥ 200
+  configurations, few of them near the best): chunk sizes 2^k and 3·2^k, splits 1–32 (blocks of at least
+  :data:`MIN_BLOCK`), and a compiler flag, XLA-CPU's YNN fusions on or off (a different kernel for every dot).
 * **absolute task**: random op DAGs with the ops that analytical models mispredict (transposes, reductions over the
   major axis, convolutions, odd-shaped dots, gather/scatter, concat) plus real small blocks (MLP, attention,
   convolution, normalisation), each compiled with and without XLA-CPU's YNN fusions (two kernel partitions of the
@@ -25,7 +28,7 @@ from typing import Any
 
 from engine.errors import UserError
 
-TASKS = ("tile", "joint", "absolute")
+TASKS = ("tile", "joint", "large", "absolute")
 
 # ---- tile task -------------------------------------------------------------------------------------------------
 
@@ -60,6 +63,10 @@ TILE_COLUMNS = ("batch_size", "chunks", "remainder", "rows", "row_width", "secon
 #: Splits of the joint task, and its columns: ``splits`` right after ``batch_size``, so the two identify a configuration.
 SPLITS = (1, 2, 4, 8)
 JOINT_COLUMNS = ("batch_size", "splits", *TILE_COLUMNS[1:])
+#: Splits of the large task, each block at least :data:`MIN_BLOCK` wide; its columns add the fusion flag.
+LARGE_SPLITS = (1, 2, 4, 8, 16, 32)
+MIN_BLOCK = 8
+LARGE_COLUMNS = ("batch_size", "splits", "ynn_fusion", *TILE_COLUMNS[1:])
 #: Columns the compiler's cost analysis fills in, per configuration.
 COUNTED = ("config_flops", "config_bytes")
 
@@ -111,14 +118,21 @@ class TileProgram:
     width: int
     second: int
     splits: tuple[int, ...] = (1,)
+    variants: tuple[str, ...] = ("ynn",)
 
     @property
     def joint(self) -> bool:
         return self.splits != (1,)
 
     @property
+    def large(self) -> bool:
+        """Whether the compile variants are a knob too (the large task)."""
+        return len(self.variants) > 1
+
+    @property
     def name(self) -> str:
-        return f"{self.family}_r{self.rows}_w{self.width}_s{self.second}" + ("_split" if self.joint else "")
+        suffix = "_large" if self.large else "_split" if self.joint else ""
+        return f"{self.family}_r{self.rows}_w{self.width}_s{self.second}{suffix}"
 
     @property
     def task(self) -> str:
@@ -127,7 +141,7 @@ class TileProgram:
 
     @property
     def columns(self) -> tuple[str, ...]:
-        return JOINT_COLUMNS if self.joint else TILE_COLUMNS
+        return LARGE_COLUMNS if self.large else JOINT_COLUMNS if self.joint else TILE_COLUMNS
 
     def flops(self) -> float:
         """Approximate flops of the whole program (chunking changes the loop, not the arithmetic)."""
@@ -151,15 +165,22 @@ class TileProgram:
                 and 4 * self.rows * self.width <= MAX_INPUT)
 
     def batch_sizes(self) -> tuple[int, ...]:
-        """Powers of two from the smallest allowed chunk up to all rows, plus (tile task) two chunk sizes that leave a
-        remainder (``lax.map`` then runs the leftover rows as one more, differently shaped, vmapped call); the joint
-        task keeps powers of two, as its splits multiply the configurations."""
+        """Powers of two from the smallest allowed chunk up to all rows, plus chunk sizes that leave a remainder
+        (``lax.map`` then runs the leftover rows as one more, differently shaped, vmapped call): two in the tile task,
+        3·2^k between every two powers in the large task; the joint task keeps powers of two."""
         smallest = max(1, self.rows // MAX_CHUNKS)
         powers = [1 << k for k in range(self.rows.bit_length()) if smallest <= 1 << k <= self.rows]
-        ragged = set() if self.joint else {3 * self.rows // 8, 3 * self.rows // 64} - set(powers)
+        if self.large:
+            ragged = {3 * p // 2 for p in powers if p > 1 and 3 * p // 2 < self.rows}
+        else:
+            ragged = set() if self.joint else {3 * self.rows // 8, 3 * self.rows // 64} - set(powers)
         return tuple(sorted(set(powers) | {b for b in ragged if b > smallest}))
 
     def configurations(self) -> list[Configuration]:
+        if self.large:
+            return [Configuration(f"b{b}_p{p}_{v}", {**self._features(b), "splits": p, "ynn_fusion": float(not VARIANTS[v])},
+                                  dict(VARIANTS[v]), batch=b, splits=p)
+                    for b, p, v in product(self.batch_sizes(), self.splits, self.variants)]
         if not self.joint:
             return [Configuration(f"b{b}", self._features(b), batch=b) for b in self.batch_sizes()]
         return [Configuration(f"b{b}_p{p}", {**self._features(b), "splits": p}, batch=b, splits=p) for b in self.batch_sizes() for p in self.splits]
@@ -171,18 +192,18 @@ class TileProgram:
 
     def files(self) -> list[GraphFile]:
         """One file: every configuration, the graph of the unchunked, unsplit program (b = rows, what
-        ``jit(vmap(f))`` gives)."""
+        ``jit(vmap(f))`` gives) under the compiler's defaults."""
         configs = self.configurations()
-        default = next(i for i, config in enumerate(configs) if config.batch == self.rows and config.splits == 1)
+        default = next(i for i, config in enumerate(configs) if config.batch == self.rows and config.splits == 1 and not config.options)
         return [GraphFile(self.name, tuple(range(len(configs))), default)]
 
 
-def tile_programs(seed: int, splits: tuple[int, ...] = (1,)) -> list[TileProgram]:
-    """Every :meth:`~TileProgram.timeable` tile program whose second size the ``splits`` divide, in an order shuffled
-    by ``seed`` (take a prefix for N)."""
-    programs = [TileProgram(family, rows, width, second, splits)
+def tile_programs(seed: int, splits: tuple[int, ...] = (1,), variants: tuple[str, ...] = ("ynn",), min_block: int = 1) -> list[TileProgram]:
+    """Every :meth:`~TileProgram.timeable` tile program whose second size the ``splits`` divide into blocks of at
+    least ``min_block``, in an order shuffled by ``seed`` (take a prefix for N)."""
+    programs = [TileProgram(family, rows, width, second, splits, variants)
                 for family in FAMILIES for rows, width, second in product(ROWS, WIDTHS, SECOND[family])]
-    programs = [p for p in programs if p.timeable() and all(p.second % split == 0 for split in splits)]
+    programs = [p for p in programs if p.timeable() and all(p.second % split == 0 and p.second // split >= min_block for split in splits)]
     random.Random(seed).shuffle(programs)
     return programs
 
@@ -351,7 +372,10 @@ def programs_for(task: str, seed: int, count: int) -> list[TileProgram] | list[D
         raise UserError(f"programs: at least 1, got {count}")
     if task == "absolute":
         return absolute_programs(seed, count)
-    programs = tile_programs(seed, SPLITS if task == "joint" else (1,))
+    if task == "large":
+        programs = tile_programs(seed, LARGE_SPLITS, tuple(VARIANTS), MIN_BLOCK)
+    else:
+        programs = tile_programs(seed, SPLITS if task == "joint" else (1,))
     if count > len(programs):
         raise UserError(f"programs: the {task} task has {len(programs)} distinct programs, {count} asked for")
     return programs[:count]

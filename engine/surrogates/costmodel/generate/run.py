@@ -28,8 +28,9 @@ from engine.surrogates.costmodel.generate.store import Sample, missing, sample_a
 from engine.surrogates.costmodel.hlo import hlo_graph
 
 Program = TileProgram | DagProgram
-#: Programs compiled and timed together (see the module docstring).
+#: Programs compiled and timed together (see the module docstring); a large-task program alone times for minutes.
 WAVE = 4
+LARGE_WAVE = 1
 
 
 class Backend(typing.Protocol):
@@ -76,14 +77,19 @@ class Generated:
 
 
 def generate(task: str, programs: int, out: str | Path, *, seed: int = 0, cpu: int | None = None, protocol: Protocol | None = None,
-             backend: Backend | None = None, progress: Callable[[Progress], None] | None = None, wave: int = WAVE,
-             clock: Clock = time.perf_counter_ns) -> Generated:
+             backend: Backend | None = None, progress: Callable[[Progress], None] | None = None, wave: int | None = None,
+             shard: tuple[int, int] = (0, 1), clock: Clock = time.perf_counter_ns) -> Generated:
     """Make (or complete) the first ``programs`` programs of ``task`` in folder ``out``; see the module docstring.
-    The JAX backend pinned to ``cpu`` is used unless ``backend`` is given."""
+    The JAX backend pinned to ``cpu`` is used unless ``backend`` is given. ``shard`` (i, n) keeps programs i, i + n, ...
+    of them, so that n generators on n cores fill one folder without timing a program twice."""
     protocol = protocol or Protocol()
+    wave = wave or (LARGE_WAVE if task == "large" else WAVE)
     if wave < 1:
         raise UserError(f"wave: at least 1 program, got {wave}")
-    specs = programs_for(task, seed, programs)
+    index, count = shard
+    if not 0 <= index < count:
+        raise UserError(f"shard: {index}/{count} is not I/N with 0 ≤ I < N")
+    specs = programs_for(task, seed, programs)[index::count]
     folder = Path(out)
     if folder.exists() and not folder.is_dir():
         raise UserError(f"--out {folder}: not a folder")
