@@ -72,6 +72,20 @@ def test_runs_are_deterministic_whatever_the_number_of_workers(table, comparison
     assert run_seed(3, "RS", 0) != run_seed(3, "RS", 1) != run_seed(4, "RS", 1)
 
 
+def test_a_run_stops_at_the_target_with_the_trace_it_had_until_then(table, comparison):
+    """``stop_at``: the same runs, cut once the best comes within the slowdown (a time-to-target study), at the end
+    of the batch that got there (RS asks its whole sample at once, DLMT a design)."""
+    stopped = run_benchmark(table, ["RS", "GS", "DLMT"], reps=6, budget=20, jobs=1, seed=3, stop_at=1.2)
+    assert stopped.params["stop_at"] == 1.2
+    for (_, full), (_, cut) in zip(comparison.runs.iterrows(), stopped.runs.iterrows()):
+        hits = [i for i, v in enumerate(full["trace"]) if v <= 1.2]
+        length = len(cut["trace"])
+        assert cut["trace"] == full["trace"][:length] and (hits[0] < length if hits else length == len(full["trace"]))
+    assert (stopped.runs["budget_used"] < comparison.runs["budget_used"]).any()
+    with pytest.raises(UserError, match="stop_at 0.5"):
+        run_benchmark(table, ["RS"], reps=1, budget=5, stop_at=0.5)
+
+
 def test_summary_table_columns_and_values(comparison):
     summary = summary_table(comparison)
     assert list(summary.columns) == COLUMNS

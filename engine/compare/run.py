@@ -61,10 +61,10 @@ class Comparison:
 
 
 def _run(table: BenchTable, name: str, rep: int, budget: int, seed: int, options: Mapping[str, Any],
-         paired: bool = False) -> dict[str, Any]:
+         paired: bool = False, stop_at: float | None = None) -> dict[str, Any]:
     run = run_seed(seed, "" if paired else name, rep)
     strategy = make_strategy(name, table.domain, budget, run, table.spec.direction, options)
-    drive(strategy, table.evaluate)
+    drive(strategy, table.evaluate, until=None if stop_at is None else lambda s: table.slowdown(s.best_value) <= stop_at)
     answer = strategy.answer
     trace = strategy.trace()
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -94,11 +94,11 @@ def _init_worker(payload: Mapping[str, Any], runs_done: Any) -> None:
 
 
 def _run_chunk(name: str, reps: Sequence[int], budget: int, seed: int, options: Mapping[str, Any],
-               paired: bool) -> list[dict[str, Any]]:
+               paired: bool, stop_at: float | None) -> list[dict[str, Any]]:
     table, runs_done = _WORKER["table"], _WORKER["runs_done"]
     rows = []
     for rep in reps:
-        rows.append(_run(table, name, rep, budget, seed, options, paired))
+        rows.append(_run(table, name, rep, budget, seed, options, paired, stop_at))
         runs_done.put(name)
     return rows
 
@@ -145,14 +145,18 @@ def run_benchmark(
     budgets: Mapping[str, int] | None = None,
     progress: Progress | None = None,
     paired: bool = False,
+    stop_at: float | None = None,
 ) -> Comparison:
     """Run ``reps`` repetitions of each strategy with ``budget`` (or its own, smaller one from
     ``budgets``) and ``options[name]``; ``progress(done, total, strategy)`` after each run. With ``paired``,
-    repetition i of every strategy has the same seed."""
+    repetition i of every strategy has the same seed. With ``stop_at``, a run ends once its best is within that
+    slowdown of the optimum (a study of measurements to a target: what follows cannot change when it got there)."""
     names, options, budgets = check_params(strategies, reps, budget, jobs, options, budgets)
+    if stop_at is not None and not stop_at >= 1.0:
+        raise UserError(f"stop_at {stop_at!r}: a slowdown, at least 1")
     tasks = [
         (name, list(range(start, min(start + CHUNK, reps))), min(budget, budgets.get(name, budget)), seed,
-         options.get(name, {}), paired)
+         options.get(name, {}), paired, stop_at)
         for name in names
         for start in range(0, reps, CHUNK)
     ]
@@ -170,9 +174,9 @@ def run_benchmark(
         from threadpoolctl import threadpool_limits
 
         with threadpool_limits(1):
-            for name, chunk, b, s, o, p in tasks:
+            for name, chunk, b, s, o, p, stop in tasks:
                 for rep in chunk:
-                    rows.append(_run(table, name, rep, b, s, o, p))
+                    rows.append(_run(table, name, rep, b, s, o, p, stop))
                     tell([name])
     else:
         context = get_context("spawn")
@@ -194,6 +198,7 @@ def run_benchmark(
     runs["order"] = runs["strategy"].map({n: i for i, n in enumerate(names)})
     runs = runs.sort_values(["order", "rep"], kind="stable").drop(columns="order").reset_index(drop=True)
     params = {"strategies": names, "reps": reps, "budget": budget, "seed": seed, "jobs": jobs,
-              "options": options, "budgets": budgets, **({"paired": True} if paired else {})}
+              "options": options, "budgets": budgets, **({"paired": True} if paired else {}),
+              **({"stop_at": stop_at} if stop_at is not None else {})}
     return Comparison(params=params, runs=runs, table=table.source or table.spec.name, objective=table.objective,
                       optimum=table.optimum, direction=table.spec.direction)

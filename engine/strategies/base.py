@@ -420,13 +420,17 @@ class Strategy:
 Evaluate = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
-def drive(strategy: Strategy, evaluate: Evaluate, batch: int | None = None) -> Strategy:
+def drive(strategy: Strategy, evaluate: Evaluate, batch: int | None = None,
+          until: Callable[[Strategy], bool] | None = None) -> Strategy:
     """Run ``strategy`` to the end against ``evaluate(index) -> (values, statuses)`` (auto mode:
-    a strategy that waits for a decision stops there); ``batch`` caps how many configurations are asked at once."""
+    a strategy that waits for a decision stops there); ``batch`` caps how many configurations are asked at once;
+    ``until(strategy)``, asked after each answer, ends the run early when true."""
     while not strategy.finished:
         index = strategy.ask_index(batch)
         if not len(index):
             break
         values, statuses = evaluate(index)
         strategy.tell_index(index, values, statuses)
+        if until is not None and until(strategy):
+            break
     return strategy
