@@ -390,16 +390,16 @@ def test_jax_programs_compile_to_graphs_the_parser_reads(monkeypatch):
 
 @pytest.mark.slow
 def test_a_split_computes_the_unsplit_function():
-    """Chunks × splits are tiles of one computation: every family's split rows (flash-style for attention) match the
-    plain expression."""
+    """Chunks × splits are tiles of one computation: every family's split rows, unrolled (joint task) or looped over
+    the blocks (large task; flash-style for attention in both), match the plain expression."""
     jax = pytest.importorskip("jax")
     for family, second in [("softmax_matmul", 64), ("row_mlp", 64), ("layernorm_matmul", 64), ("attention", 128), ("conv", 8)]:
-        program = TileProgram(family, 64, 32, second, SPLITS)
-        arrays = jaxbackend.tile_inputs(program, np.random.default_rng(0))
-        plain = np.asarray(jax.jit(jaxbackend.tile_function(jax, program, 64))(*arrays))
-        for splits in SPLITS[1:]:
-            split = np.asarray(jax.jit(jaxbackend.tile_function(jax, program, 16, splits))(*arrays))
-            assert np.allclose(split, plain, rtol=1e-5, atol=1e-5 * np.abs(plain).max()), (family, splits)
+        for program in (TileProgram(family, 64, 32, second, SPLITS), TileProgram(family, 64, 32, second, SPLITS, tuple(VARIANTS))):
+            arrays = jaxbackend.tile_inputs(program, np.random.default_rng(0))
+            plain = np.asarray(jax.jit(jaxbackend.tile_function(jax, program, 64))(*arrays))
+            for splits in SPLITS[1:]:
+                split = np.asarray(jax.jit(jaxbackend.tile_function(jax, program, 16, splits))(*arrays))
+                assert np.allclose(split, plain, rtol=1e-5, atol=1e-5 * np.abs(plain).max()), (family, splits, program.large)
 
 
 def test_every_absolute_program_of_a_long_run_builds():

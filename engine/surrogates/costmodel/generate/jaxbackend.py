@@ -133,7 +133,10 @@ def _normal(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
 
 def tile_function(jax: Any, program: TileProgram, batch: int, splits: int = 1) -> Callable[..., Any]:
     """``lax.map`` of the family's row function over x in chunks of ``batch`` rows, its second size computed in
-    ``splits`` blocks (one block: the plain expression, so the tile task's programs are unchanged)."""
+    ``splits`` blocks (one block: the plain expression, so the tile task's programs are unchanged): unrolled in the
+    joint task, a loop over the blocks in the large task."""
+    if program.large and splits > 1:
+        return _looped(jax, program, batch, splits)
     jnp, lax, nn = jax.numpy, jax.lax, jax.nn
     step = program.second // splits
     blocks = [slice(j * step, (j + 1) * step) for j in range(splits)]
@@ -151,7 +154,7 @@ def tile_function(jax: Any, program: TileProgram, batch: int, splits: int = 1) -
         return sum(nn.relu(r @ w1[:, block]) @ w2[block] for block in blocks)
 
     def layernorm_matmul(r: Any, g: Any, b: Any, w: Any) -> Any:
-        return columns((r - r.mean()) * lax.rsqrt(r.var() + 1e-5) * g + b, w)
+        return columns(_layernorm(lax, r, g, b), w)
 
     def attention(r: Any, k: Any, v: Any) -> Any:
         if splits == 1:
@@ -166,11 +169,7 @@ def tile_function(jax: Any, program: TileProgram, batch: int, splits: int = 1) -
         return sum(c * (w @ v[block]) for c, w, block in zip(scale, weights, blocks)) / total
 
     def conv(r: Any, f1: Any, f2: Any) -> Any:
-        def through(g1: Any, g2: Any) -> Any:
-            hidden = nn.relu(lax.conv_general_dilated(r[None, None, :], g1, (1,), "SAME"))
-            return lax.conv_general_dilated(hidden, g2, (1,), "SAME")[0, 0]
-
-        return through(f1, f2) if splits == 1 else sum(through(f1[block], f2[:, block]) for block in blocks)
+        return _conv(lax, nn, r, f1, f2) if splits == 1 else sum(_conv(lax, nn, r, f1[block], f2[:, block]) for block in blocks)
 
     rows: dict[str, Callable[..., Any]] = {"softmax_matmul": softmax_matmul, "row_mlp": row_mlp, "layernorm_matmul": layernorm_matmul,
                                            "attention": attention, "conv": conv}
@@ -178,6 +177,66 @@ def tile_function(jax: Any, program: TileProgram, batch: int, splits: int = 1) -
 
     def mapped(x: Any, *params: Any) -> Any:
         return lax.map(lambda r: row(r, *params), x, batch_size=batch)
+
+    return mapped
+
+
+def _layernorm(lax: Any, r: Any, g: Any, b: Any) -> Any:
+    return (r - r.mean()) * lax.rsqrt(r.var() + 1e-5) * g + b
+
+
+def _conv(lax: Any, nn: Any, r: Any, g1: Any, g2: Any) -> Any:
+    """Two 1-D convolutions of a row through the channels of g1 (c, 1, taps) and g2 (1, c, taps)."""
+    hidden = nn.relu(lax.conv_general_dilated(r[None, None, :], g1, (1,), "SAME"))
+    return lax.conv_general_dilated(hidden, g2, (1,), "SAME")[0, 0]
+
+
+def _looped(jax: Any, program: TileProgram, batch: int, splits: int) -> Callable[..., Any]:
+    """The large task's split: a ``lax.scan`` over the blocks of the second size inside each row (flash attention's
+    online softmax for attention), the parameters cut into blocks once per call, outside the chunk loop."""
+    jnp, lax, nn = jax.numpy, jax.lax, jax.nn
+    step = program.second // splits
+
+    def by_columns(w: Any) -> Any:
+        """(k, second) → (splits, k, step)."""
+        return w.reshape(w.shape[0], splits, step).transpose(1, 0, 2)
+
+    def by_rows(w: Any) -> Any:
+        """(second, ...) → (splits, step, ...)."""
+        return w.reshape(splits, step, *w.shape[1:])
+
+    def columns(a: Any, blocks: Any) -> Any:
+        return lax.map(lambda w: a @ w, blocks).reshape(-1)
+
+    def summed(term: Callable[..., Any], zero: Any, blocks: tuple[Any, ...]) -> Any:
+        return lax.scan(lambda total, block: (total + term(*block), None), zero, blocks)[0]
+
+    def attention(r: Any, k: Any, v: Any) -> Any:
+        def block(carry: tuple[Any, Any, Any], kv: tuple[Any, Any]) -> tuple[tuple[Any, Any, Any], None]:
+            peak, total, out = carry
+            scores = kv[0] @ r / math.sqrt(program.width)
+            new_peak = jnp.maximum(peak, scores.max())
+            weights, scale = jnp.exp(scores - new_peak), jnp.exp(peak - new_peak)
+            return (new_peak, total * scale + weights.sum(), out * scale + weights @ kv[1]), None
+
+        start = (jnp.float32(-jnp.inf), jnp.float32(0), jnp.zeros(program.width, jnp.float32))
+        _, total, out = lax.scan(block, start, (k, v))[0]
+        return out / total
+
+    rows: dict[str, tuple[Callable[..., Any], Callable[..., tuple[Any, ...]]]] = {
+        "softmax_matmul": (lambda r, w: columns(nn.softmax(r), w), lambda w: (by_columns(w),)),
+        "layernorm_matmul": (lambda r, g, b, w: columns(_layernorm(lax, r, g, b), w), lambda g, b, w: (g, b, by_columns(w))),
+        "row_mlp": (lambda r, w1, w2: summed(lambda a, b: nn.relu(r @ a) @ b, jnp.zeros_like(r), (w1, w2)),
+                    lambda w1, w2: (by_columns(w1), by_rows(w2))),
+        "attention": (attention, lambda k, v: (by_rows(k), by_rows(v))),
+        "conv": (lambda r, f1, f2: summed(lambda a, b: _conv(lax, nn, r, a, b), jnp.zeros_like(r), (f1, f2)),
+                 lambda f1, f2: (by_rows(f1), f2.reshape(1, splits, step, -1).transpose(1, 0, 2, 3))),
+    }
+    row, cut = rows[program.family]
+
+    def mapped(x: Any, *params: Any) -> Any:
+        blocks = cut(*params)
+        return lax.map(lambda r: row(r, *blocks), x, batch_size=batch)
 
     return mapped
 
