@@ -156,7 +156,7 @@ def test_the_committed_generated_data_sets_are_named() -> None:
     from engine.surrogates.costmodel.readers import read_graph
     from workflows.costmodel import GENERATED, load_graphs
 
-    for name, task in (("cpu-tile", "tile"), ("cpu-joint", "tile"), ("cpu-absolute", "absolute")):
+    for name, task in (("cpu-tile", "tile"), ("cpu-joint", "tile"), ("cpu-large", "tile"), ("cpu-absolute", "absolute")):
         files = sorted(GENERATED[name].glob("*.npz"))
         if not files:
             pytest.fail(f"{GENERATED[name]} holds no committed files")

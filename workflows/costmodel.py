@@ -28,9 +28,11 @@ DATA_SETS = {"tpu-tiles": "the 15 real TPU v3 kernels of the data folder (tile t
              "tpu-layout": "the real TPU v3 layout module of the data folder (122 configurations of one program)",
              "cpu-tile": "programs generated and timed on this project's CPU with JAX (data/costmodel/tile: lax.map chunk sizes)",
              "cpu-joint": "programs generated and timed on this project's CPU with JAX (data/costmodel/joint: chunk size × split)",
+             "cpu-large": "programs generated and timed on this project's CPU with JAX (data/costmodel/large: chunk size × split × "
+                          "YNN fusions, 228 configurations a program)",
              "cpu-absolute": "programs generated and timed on this project's CPU with JAX (data/costmodel/absolute: runtimes)"}
 #: The generated data sets committed with the repository (data/costmodel/README.md).
-GENERATED = {name: REPO_ROOT / "data" / "costmodel" / name.removeprefix("cpu-") for name in ("cpu-tile", "cpu-joint", "cpu-absolute")}
+GENERATED = {name: REPO_ROOT / "data" / "costmodel" / name.removeprefix("cpu-") for name in ("cpu-tile", "cpu-joint", "cpu-large", "cpu-absolute")}
 
 
 def load_graphs(data: str) -> list[TensorGraph]:

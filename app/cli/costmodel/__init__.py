@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
     e = actions.add_parser("evaluate", help="program-grouped cross-validation of models on the same folds, stored")
-    e.add_argument("--data", default="tpu-tiles", help="tpu-tiles or tpu-layout (real TPU data), cpu-tile, cpu-joint or cpu-absolute "
+    e.add_argument("--data", default="tpu-tiles", help="tpu-tiles or tpu-layout (real TPU data), cpu-tile, cpu-joint, cpu-large or cpu-absolute "
                                                         "(generated on CPU, committed) or a folder of .npz graphs")
     e.add_argument("--models", default=MODELS, help=f"comma-separated (default {MODELS}; roofline for absolute data)")
     e.add_argument("--folds", type=int, default=5, action=bounded(2, 1000), help="folds (capped at the programs)")
@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_json(e)
     e.set_defaults(func=_evaluate)
     t = actions.add_parser("train", help="train the GNN on a whole data set and keep it beside the database")
-    t.add_argument("--data", default="tpu-tiles", help="tpu-tiles, cpu-tile, cpu-joint, cpu-absolute or a folder of .npz graphs")
+    t.add_argument("--data", default="tpu-tiles", help="tpu-tiles, cpu-tile, cpu-joint, cpu-large, cpu-absolute or a folder of .npz graphs")
     t.add_argument("--name", required=True, help="model name (a folder name)")
     t.add_argument("--params", help='JSON hyper-parameters of the GNN, e.g. {"hidden": 64, "epochs": 50}')
     t.add_argument("--seed", type=int, default=0, action=bounded(0, 2**31 - 1))
