@@ -7,8 +7,9 @@ folds' programs; each held-out program's measured table is replayed ``--reps`` t
 (``engine.compare``: one measurement = one distinct configuration, the budget is every configuration of the
 program); PF and PF-GBDT ``--pf-reps`` times, as without exploration their runs are identical. A run stops once it
 is within the threshold (what follows cannot change the count); one that never gets there counts the whole table
-plus one. Per program, the median over repetitions; reported: the median and mean over programs, the ratios of
-means to PF with a bootstrap interval over programs, and the share of configurations within the threshold.
+plus one. Per program, the median over repetitions (with runs of several ``--seed``s merged, the mean of those
+medians); reported: the median and mean over programs, the ratios of means to PF with a bootstrap interval over
+programs, and the share of configurations within the threshold.
 
 Usage: python bench/prefilter.py [--data FOLDER] [--fold 0[,1,...]|all] [--folds 5] [--reps 50] [--strategies RS,BO,DLMT,PF,PF-GBDT]
        [--out F.json]; python bench/prefilter.py --merge A.json,B.json (folds run in two processes, one summary)
@@ -134,7 +135,7 @@ def main() -> None:
 
 def report(frame: pd.DataFrame, strategies: list[str], threshold: float, seed: int) -> None:
     """The summary over programs: medians, means, censored runs, ratios of means to PF with their intervals."""
-    per = frame.pivot(index="program", columns="strategy", values="median")[strategies]
+    per = frame.pivot_table(index="program", columns="strategy", values="median", aggfunc="mean")[strategies]  # over seeds
     summary = pd.DataFrame({"median over programs": per.median(), "mean over programs": per.mean(),
                             "runs never within": frame.groupby("strategy")["never"].sum()}).loc[strategies]
     if "PF" in per:
